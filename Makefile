@@ -1,0 +1,151 @@
+# runner: a GitLab-compatible CI job runner agent.
+#
+#   make              build/runner
+#   make test         every test: unit tests plain and under ASan+UBSan,
+#                     then the integration tests; ends with "N passed, N failed"
+#   make demo         the main job end to end against the bundled GitLab double
+#   make fuzz         the TOML parser under libFuzzer for FUZZ_SECONDS (60)
+#
+# Targets that need Debian packages install the missing ones first
+# (packaging/install-deps.sh).  Sources are found by folder; the folders are
+# the architecture (see README.md and ../shared/docs/design.md).
+
+CC	?= cc
+PYTHON	:= /usr/bin/python3
+SHARED	?= $(abspath $(CURDIR)/../shared)
+PKGS	:= libcurl libuv libcjson zlib
+
+VERSION		:= $(shell cat VERSION)
+REVISION	:= $(shell git rev-parse --short=8 HEAD 2>/dev/null || echo unknown)
+
+WARN	:= -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+	   -Wmissing-prototypes -Wvla -Wpointer-arith
+CSTD	:= -std=c11 -D_GNU_SOURCE
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CFLAGS	?= -O2 -g
+ALL_CFLAGS = $(CSTD) $(WARN) -I. $(PKG_CFLAGS) -MMD -MP $(CFLAGS)
+SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
+	     -fno-omit-frame-pointer
+LIBS	= $(PKG_LIBS) -lm
+
+B	:= build
+A	:= build/asan
+
+# Everything but main.c goes into a library that the binary, the unit
+# tests and the tools link against.
+LIB_SRC		:= $(sort $(filter-out runner/main.c,$(wildcard runner/*.c api/*.c executors/*.c)))
+UNIT_SRC	:= $(sort $(wildcard tests/unit/test_*.c))
+TOOL_SRC	:= $(sort $(wildcard tests/tools/*.c))
+
+LIB_OBJ		:= $(LIB_SRC:%.c=$(B)/obj/%.o)
+LIB_OBJ_ASAN	:= $(LIB_SRC:%.c=$(A)/obj/%.o)
+UNIT_BIN	:= $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+UNIT_BIN_ASAN	:= $(UNIT_SRC:tests/unit/%.c=$(A)/tests/%)
+TOOL_BIN	:= $(TOOL_SRC:tests/tools/%.c=$(B)/tools/%)
+TOOL_BIN_ASAN	:= $(TOOL_SRC:tests/tools/%.c=$(A)/tools/%)
+
+.PHONY: all deps test unit unit-asan tools demo fuzz clean format check-layering
+
+# Test objects are intermediates of pattern rules; keep them so a second
+# `make test` rebuilds nothing.
+.SECONDARY:
+
+all: $(B)/runner
+
+# Runs apt-get only when a package is missing; cheap otherwise.
+deps:
+	@packaging/install-deps.sh
+
+$(B)/obj/%.o: %.c | $(B)/.deps-ok
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(A)/obj/%.o: %.c | $(B)/.deps-ok
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -c $< -o $@
+
+# The revision changes with every commit; only version.o sees it.
+$(B)/obj/runner/version.o $(A)/obj/runner/version.o: ALL_CFLAGS += \
+	-DRUNNER_VERSION='"$(VERSION)"' -DRUNNER_REVISION='"$(REVISION)"'
+$(B)/obj/runner/version.o $(A)/obj/runner/version.o: $(B)/REVISION
+$(B)/REVISION: FORCE
+	@mkdir -p $(B)
+	@echo '$(VERSION) $(REVISION)' | cmp -s - $@ || echo '$(VERSION) $(REVISION)' > $@
+FORCE:
+
+$(B)/.deps-ok: packaging/install-deps.sh
+	@packaging/install-deps.sh
+	@mkdir -p $(B) && touch $@
+
+$(B)/librunner.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(A)/librunner.a: $(LIB_OBJ_ASAN)
+	@mkdir -p $(A)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/runner: $(B)/obj/runner/main.o $(B)/librunner.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LIBS)
+
+$(A)/runner: $(A)/obj/runner/main.o $(A)/librunner.a
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(LIBS)
+
+$(B)/tests/%: $(B)/obj/tests/unit/%.o $(B)/librunner.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ -lcmocka $(LIBS)
+
+$(A)/tests/%: $(A)/obj/tests/unit/%.o $(A)/librunner.a
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_FLAGS) -o $@ $^ -lcmocka $(LIBS)
+
+$(B)/tools/%: $(B)/obj/tests/tools/%.o $(B)/librunner.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(LIBS)
+
+$(A)/tools/%: $(A)/obj/tests/tools/%.o $(A)/librunner.a
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(LIBS)
+
+unit: $(UNIT_BIN)
+unit-asan: $(UNIT_BIN_ASAN)
+tools: $(TOOL_BIN) $(TOOL_BIN_ASAN)
+
+# Everything the test driver runs, then the driver.  RUNNER_SHARED_DIR
+# tells the tests where ../shared (toml-test, config samples) is.
+test: deps check-layering $(B)/runner $(A)/runner unit unit-asan tools
+	RUNNER_SHARED_DIR=$(SHARED) $(PYTHON) tests/run_tests.py
+
+# Module boundaries of design.md, checked: api/ and executors/ never include
+# runner/ internals (leaf utilities excepted) nor each other.
+LEAF_HEADERS := runner/buf.h|runner/xmalloc.h|runner/log.h|runner/clock.h|runner/rand.h|runner/backoff.h|runner/duration.h
+check-layering:
+	@bad=$$(grep -nE '#include "(runner|executors)/' api/*.[ch] 2>/dev/null | grep -vE '"($(LEAF_HEADERS))"'; \
+	       grep -nE '#include "(runner|api)/' executors/*.[ch] 2>/dev/null | grep -vE '"($(LEAF_HEADERS)|api/http.h)"'; \
+	       grep -nE '#include "(api|executors)/' $(subst |, ,$(LEAF_HEADERS)) $(patsubst %.h,%.c,$(subst |, ,$(LEAF_HEADERS))) 2>/dev/null); \
+	if [ -n "$$bad" ]; then echo "layering violation:"; echo "$$bad"; exit 1; fi
+
+demo: deps $(B)/runner
+	$(PYTHON) tests/demo.py
+
+FUZZ_SECONDS ?= 60
+FUZZ_SRC := runner/toml.c runner/toml_write.c runner/buf.c runner/xmalloc.c
+fuzz: deps
+	@mkdir -p $(B)/fuzz/corpus
+	clang $(CSTD) $(WARN) -I. -g -O1 -fsanitize=fuzzer,address,undefined \
+	    -o $(B)/fuzz/fuzz_toml tests/fuzz/fuzz_toml.c $(FUZZ_SRC) -lm
+	@if [ -d $(SHARED)/toml-test ]; then \
+	    find $(SHARED)/toml-test $(SHARED)/config-samples -name '*.toml' \
+	        -exec cp {} $(B)/fuzz/corpus/ \; ; fi
+	$(B)/fuzz/fuzz_toml -max_total_time=$(FUZZ_SECONDS) -max_len=8192 \
+	    -timeout=5 -print_final_stats=1 $(B)/fuzz/corpus
+
+format:
+	clang-format -i runner/*.[ch] api/*.[ch] executors/*.[ch] tests/unit/*.c tests/tools/*.c 2>/dev/null || true
+
+clean:
+	rm -rf $(B)
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -1,0 +1,145 @@
+/*
+ * runner: a GitLab-compatible CI job runner agent.
+ *
+ * This file reads top to bottom: global options (log level and format),
+ * then the command table, then the command.  Each command lives in its own
+ * cmd_<name>.c; the table below is the list of what `runner` can do.
+ *
+ * Where to read next: README.md ("How the code is laid out"), then
+ * runner/config.h (config.toml), runner/toml.h (the TOML parser), and the
+ * leaf utilities (buf, log, xmalloc, clock, rand, backoff, duration).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runner/commands.h"
+#include "runner/log.h"
+#include "runner/version.h"
+
+struct command {
+	const char	*name;
+	const char	*summary;
+	int		(*run)(int argc, char **argv);
+};
+
+static const struct command commands[] = {
+	{ "list", "List the runners in config.toml", cmd_list },
+};
+
+#define NCOMMANDS	(sizeof(commands) / sizeof(commands[0]))
+
+static const char usage_line[] =
+    "runner [--debug] [--log-level LEVEL] [--log-format FORMAT] COMMAND [OPTIONS]";
+
+static void
+print_help(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: %s\n\n"
+	    "A GitLab-compatible CI job runner agent, a drop-in for gitlab-runner.\n\n"
+	    "Commands:\n", usage_line);
+	for (i = 0; i < NCOMMANDS; i++)
+		fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\nGlobal options:\n"
+	    "  --debug               log at debug level\n"
+	    "  --log-level LEVEL     debug, info, warn, error, fatal or panic "
+	    "(env LOG_LEVEL)\n"
+	    "  --log-format FORMAT   runner, text or json (env LOG_FORMAT)\n"
+	    "  -h, --help            show this help\n"
+	    "  -v, --version         print the version\n\n"
+	    "Run 'runner COMMAND --help' for the options of a command.\n");
+}
+
+static void
+print_version(void)
+{
+	printf("Version:      %s\n"
+	    "Git revision: %s\n"
+	    "OS/Arch:      %s/%s\n",
+	    version_number(), version_revision(), version_os(), version_arch());
+}
+
+static int
+usage_error(const char *fmt, const char *arg)
+{
+	fputs("runner: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nusage: %s\nRun 'runner --help' for the commands.\n",
+	    usage_line);
+	return 2;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "debug", no_argument, NULL, 'd' },
+		{ "log-level", required_argument, NULL, 'l' },
+		{ "log-format", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'v' },
+		{ NULL, 0, NULL, 0 },
+	};
+	enum log_level level;
+	enum log_format format;
+	const char *env;
+	size_t i;
+	int ch;
+
+	if ((env = getenv("LOG_LEVEL")) != NULL && *env != '\0' &&
+	    log_level_parse(env, &level) == 0)
+		log_set_level(level);
+	if ((env = getenv("LOG_FORMAT")) != NULL && *env != '\0' &&
+	    log_format_parse(env, &format) == 0)
+		log_set_format(format);
+
+	/* '+': stop at the command name; its options are the command's. */
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "+:hv", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'd':
+			log_set_level(LOG_LEVEL_DEBUG);
+			break;
+		case 'l':
+			if (log_level_parse(optarg, &level) != 0)
+				return usage_error("unknown log level '%s' (debug, info, "
+				    "warn, error, fatal, panic)", optarg);
+			log_set_level(level);
+			break;
+		case 'f':
+			if (log_format_parse(optarg, &format) != 0)
+				return usage_error("unknown log format '%s' (runner, "
+				    "text, json)", optarg);
+			log_set_format(format);
+			break;
+		case 'h':
+			print_help(stdout);
+			return 0;
+		case 'v':
+			print_version();
+			return 0;
+		case ':':
+			return usage_error("%s needs a value", argv[optind - 1]);
+		default:
+			return usage_error("unknown flag '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return usage_error("%s", "no command given");
+
+	for (i = 0; i < NCOMMANDS; i++)
+		if (strcmp(argv[optind], commands[i].name) == 0)
+			return commands[i].run(argc - optind, argv + optind);
+	if (strcmp(argv[optind], "help") == 0) {
+		print_help(stdout);
+		return 0;
+	}
+	if (strcmp(argv[optind], "version") == 0) {
+		print_version();
+		return 0;
+	}
+	return usage_error("unknown command '%s'", argv[optind]);
+}

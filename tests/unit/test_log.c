@@ -1,0 +1,607 @@
+/*
+ * Unit tests for the daemon log: exact lines in each format, filtering,
+ * the errno suffix, the length cut, secret masking and token shortening.
+ * Lines go to a temporary file through log_set_fd() and are read back.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "runner/clock.h"
+#include "runner/log.h"
+
+static int	out_fd = -1;
+static char	out_text[65536];
+
+static int
+setup(void **state)
+{
+	FILE	*f;
+
+	(void)state;
+	if ((f = tmpfile()) == NULL)
+		return -1;
+	out_fd = dup(fileno(f));
+	fclose(f);
+	log_set_fd(out_fd);
+	log_set_level(LOG_LEVEL_INFO);
+	log_set_format(LOG_FORMAT_RUNNER);
+	log_secret_clear();
+	return out_fd < 0 ? -1 : 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	log_set_fd(2);
+	log_set_level(LOG_LEVEL_INFO);
+	log_set_format(LOG_FORMAT_RUNNER);
+	log_secret_clear();
+	close(out_fd);
+	out_fd = -1;
+	return 0;
+}
+
+/* Everything logged since the last call, as a string. */
+static const char *
+take(void)
+{
+	ssize_t	n;
+	size_t	got = 0;
+
+	while (got < sizeof out_text - 1 &&
+	    (n = pread(out_fd, out_text + got, sizeof out_text - 1 - got,
+	    (off_t)got)) > 0)
+		got += (size_t)n;
+	out_text[got] = '\0';
+	assert_int_equal(ftruncate(out_fd, 0), 0);
+	assert_int_equal(lseek(out_fd, 0, SEEK_SET), 0);
+	return out_text;
+}
+
+static void
+test_runner_format(void **state)
+{
+	(void)state;
+	log_set_level(LOG_LEVEL_DEBUG);
+	log_debug("d %d", 1);
+	log_info("i %s", "two");
+	log_warnx("w");
+	log_error("e");
+	log_msg(LOG_LEVEL_PANIC, "p");
+	log_msg(LOG_LEVEL_FATAL, "f");
+	assert_string_equal(take(),
+	    "DEBUG: d 1\n"
+	    "i two\n"
+	    "WARNING: w\n"
+	    "ERROR: e\n"
+	    "PANIC: p\n"
+	    "FATAL: f\n");
+}
+
+static void
+test_level_filter(void **state)
+{
+	(void)state;
+	assert_int_equal(log_get_level(), LOG_LEVEL_INFO);
+	log_debug("hidden");
+	log_info("shown");
+	assert_string_equal(take(), "shown\n");
+
+	log_set_level(LOG_LEVEL_WARN);
+	assert_int_equal(log_get_level(), LOG_LEVEL_WARN);
+	log_info("hidden");
+	log_debug("hidden");
+	log_warnx("warn");
+	log_error("err");
+	assert_string_equal(take(), "WARNING: warn\nERROR: err\n");
+
+	log_set_level(LOG_LEVEL_ERROR);
+	errno = EIO;
+	log_warn("hidden");
+	assert_int_equal(errno, EIO);
+	log_msg(LOG_LEVEL_WARN, "hidden");
+	log_msg(LOG_LEVEL_ERROR, "kept");
+	assert_string_equal(take(), "ERROR: kept\n");
+
+	log_set_level(LOG_LEVEL_DEBUG);
+	log_debug("now %s", "shown");
+	assert_string_equal(take(), "DEBUG: now shown\n");
+}
+
+static void
+test_errno_suffix(void **state)
+{
+	(void)state;
+	errno = ENOENT;
+	log_warn("open %s", "/x");
+	/* errno survives the call, so a second use sees the same value. */
+	assert_int_equal(errno, ENOENT);
+	log_warnx("plain %d", 3);
+	assert_int_equal(errno, ENOENT);
+	errno = EACCES;
+	log_info("info never gets it");
+	assert_int_equal(errno, EACCES);
+	assert_string_equal(take(),
+	    "WARNING: open /x: No such file or directory\n"
+	    "WARNING: plain 3\n"
+	    "info never gets it\n");
+}
+
+/* Accept the line with the time of either side of a second boundary. */
+static void
+assert_timed_line(const char *got, const char *fmt, const char *t0,
+    const char *t1)
+{
+	char	a[1024], b[1024];
+
+	snprintf(a, sizeof a, fmt, t0);
+	snprintf(b, sizeof b, fmt, t1);
+	if (strcmp(got, a) != 0 && strcmp(got, b) != 0)
+		fail_msg("got   \"%s\"\nwanted \"%s\"", got, a);
+}
+
+static void
+test_text_format(void **state)
+{
+	char	t0[32], t1[32];
+
+	(void)state;
+	log_set_format(LOG_FORMAT_TEXT);
+	clock_rfc3339(clock_wall(), t0);
+	log_warnx("the message");
+	clock_rfc3339(clock_wall(), t1);
+	assert_timed_line(take(),
+	    "time=\"%s\" level=warning msg=\"the message\"\n", t0, t1);
+
+	clock_rfc3339(clock_wall(), t0);
+	log_info("q\"b\\n\nt\tc\001");
+	clock_rfc3339(clock_wall(), t1);
+	assert_timed_line(take(),
+	    "time=\"%s\" level=info msg=\"q\\\"b\\\\n\\nt\\tc\\x01\"\n",
+	    t0, t1);
+
+	log_set_level(LOG_LEVEL_DEBUG);
+	clock_rfc3339(clock_wall(), t0);
+	log_debug("d");
+	log_error("e");
+	clock_rfc3339(clock_wall(), t1);
+	take();
+	assert_non_null(strstr(out_text, " level=debug msg=\"d\"\n"));
+	assert_non_null(strstr(out_text, " level=error msg=\"e\"\n"));
+}
+
+static void
+test_json_format(void **state)
+{
+	char	t0[32], t1[32];
+
+	(void)state;
+	log_set_format(LOG_FORMAT_JSON);
+	clock_rfc3339(clock_wall(), t0);
+	log_warnx("the message");
+	clock_rfc3339(clock_wall(), t1);
+	assert_timed_line(take(),
+	    "{\"level\":\"warning\",\"msg\":\"the message\",\"time\":\"%s\"}\n",
+	    t0, t1);
+
+	clock_rfc3339(clock_wall(), t0);
+	errno = ENOENT;
+	log_warn("a\"b\\c\nd\001\037\b\f\r\t\x7f\xc3\xa9");
+	clock_rfc3339(clock_wall(), t1);
+	assert_timed_line(take(),
+	    "{\"level\":\"warning\",\"msg\":\"a\\\"b\\\\c\\nd\\u0001\\u001f"
+	    "\\b\\f\\r\\t\x7f\xc3\xa9: No such file or directory\","
+	    "\"time\":\"%s\"}\n", t0, t1);
+}
+
+static void
+test_time_shape(void **state)
+{
+	const char	*s;
+	int		 i;
+
+	(void)state;
+	log_set_format(LOG_FORMAT_TEXT);
+	log_info("x");
+	s = take();
+	/* time="YYYY-MM-DDTHH:MM:SSZ" */
+	assert_int_equal(strncmp(s, "time=\"", 6), 0);
+	s += 6;
+	for (i = 0; i < 20; i++) {
+		switch (i) {
+		case 4: case 7: assert_int_equal(s[i], '-'); break;
+		case 10: assert_int_equal(s[i], 'T'); break;
+		case 13: case 16: assert_int_equal(s[i], ':'); break;
+		case 19: assert_int_equal(s[i], 'Z'); break;
+		default: assert_true(s[i] >= '0' && s[i] <= '9'); break;
+		}
+	}
+	assert_int_equal(s[20], '"');
+}
+
+static void
+test_long_lines(void **state)
+{
+	char		*big;
+	const char	*s;
+	size_t		 len;
+
+	(void)state;
+	big = malloc(20001);
+	assert_non_null(big);
+
+	/* Past the stack buffer but under the cut: intact. */
+	memset(big, 'a', 5000);
+	big[5000] = '\0';
+	log_warnx("%s|", big);
+	s = take();
+	len = strlen(s);
+	assert_int_equal(len, 9 + 5000 + 2);
+	assert_int_equal(strncmp(s, "WARNING: aaaa", 13), 0);
+	assert_string_equal(s + 9 + 5000, "|\n");
+
+	/* Past 16 KiB: cut and marked. */
+	memset(big, 'b', 20000);
+	big[20000] = '\0';
+	log_info("%s", big);
+	s = take();
+	assert_int_equal(strlen(s), 16384 + 4);
+	assert_string_equal(s + 16384, "...\n");
+	assert_int_equal(s[16383], 'b');
+
+	/* The cut does not split a UTF-8 sequence. */
+	memset(big, 'c', 16383);
+	memcpy(big + 16383, "\xc3\xa9zzz", 6);
+	log_info("%s", big);
+	s = take();
+	assert_int_equal(strlen(s), 16383 + 4);
+	assert_string_equal(s + 16383, "...\n");
+
+	/* Exactly 16 KiB is not cut. */
+	memset(big, 'd', 16384);
+	big[16384] = '\0';
+	log_info("%s", big);
+	s = take();
+	assert_int_equal(strlen(s), 16384 + 1);
+	assert_null(strstr(s, "..."));
+
+	/* One byte more is. */
+	memset(big, 'e', 16385);
+	big[16385] = '\0';
+	log_info("%s", big);
+	s = take();
+	assert_int_equal(strlen(s), 16384 + 4);
+	assert_string_equal(s + 16384, "...\n");
+	free(big);
+}
+
+static void
+test_secret_masked(void **state)
+{
+	(void)state;
+	log_secret_add("s3cr3t-value");
+	log_info("token=%s", "s3cr3t-value");
+	log_info("twice: s3cr3t-value and s3cr3t-value.");
+	log_info("partial s3cr3t-valu stays");
+	assert_string_equal(take(),
+	    "token=[MASKED]\n"
+	    "twice: [MASKED] and [MASKED].\n"
+	    "partial s3cr3t-valu stays\n");
+
+	/* Also in the other formats, and in the errno suffix path. */
+	log_set_format(LOG_FORMAT_JSON);
+	errno = EPERM;
+	log_warn("x s3cr3t-value y");
+	take();
+	assert_null(strstr(out_text, "s3cr3t"));
+	assert_non_null(strstr(out_text, "\"msg\":\"x [MASKED] y: "));
+	log_set_format(LOG_FORMAT_TEXT);
+	log_error("s3cr3t-values3cr3t-value");
+	take();
+	assert_null(strstr(out_text, "s3cr3t"));
+	assert_non_null(strstr(out_text, "msg=\"[MASKED]\"\n"));
+}
+
+static void
+test_secret_overlapping(void **state)
+{
+	const char	*s;
+
+	(void)state;
+	/* Overlapping: neither may leave a tail in the clear. */
+	log_secret_add("abcdef12");
+	log_secret_add("ef12ghij");
+	log_info("<abcdef12ghij>");
+	s = take();
+	assert_string_equal(s, "<[MASKED]>\n");
+
+	/* Nested: the longer one must not leave "super" behind. */
+	log_secret_clear();
+	log_secret_add("secret");
+	log_secret_add("supersecret");
+	log_info("a supersecret b secret c");
+	assert_string_equal(take(), "a [MASKED] b [MASKED] c\n");
+
+	/* A secret that looks like part of the mask itself. */
+	log_secret_clear();
+	log_secret_add("MASK");
+	log_info("MASK x MASKED");
+	assert_string_equal(take(), "[MASKED] x [MASKED]ED\n");
+
+	/* A secret with characters the formats escape. */
+	log_secret_clear();
+	log_secret_add("pa\"ss\nword");
+	log_set_format(LOG_FORMAT_JSON);
+	log_info("[pa\"ss\nword]");
+	take();
+	assert_null(strstr(out_text, "pa\\\"ss"));
+	assert_non_null(strstr(out_text, "\"msg\":\"[[MASKED]]\""));
+}
+
+static void
+test_secret_list(void **state)
+{
+	(void)state;
+	/* Ignored: NULL, empty, shorter than 4 bytes. */
+	log_secret_add(NULL);
+	log_secret_add("");
+	log_secret_add("abc");
+	log_info("abc");
+	assert_string_equal(take(), "abc\n");
+
+	/* A duplicate is stored once, so one remove forgets it. */
+	log_secret_add("abcd");
+	log_secret_add("abcd");
+	log_info("abcd");
+	assert_string_equal(take(), "[MASKED]\n");
+	log_secret_remove("abcd");
+	log_info("abcd");
+	assert_string_equal(take(), "abcd\n");
+
+	/* Removing one leaves the others. */
+	log_secret_add("first-secret");
+	log_secret_add("second-secret");
+	log_secret_remove("first-secret");
+	log_secret_remove("never-added");
+	log_secret_remove(NULL);
+	log_info("first-secret second-secret");
+	assert_string_equal(take(), "first-secret [MASKED]\n");
+
+	log_secret_clear();
+	log_info("second-secret");
+	assert_string_equal(take(), "second-secret\n");
+
+	/* The list keeps its own copy. */
+	{
+		char	tmp[] = "copied-secret";
+
+		log_secret_add(tmp);
+		memset(tmp, 'x', sizeof tmp - 1);
+		log_info("copied-secret");
+		assert_string_equal(take(), "[MASKED]\n");
+	}
+
+	/* A secret that straddles the 16 KiB cut is masked, not halved. */
+	{
+		char	*big = malloc(16400);
+
+		assert_non_null(big);
+		log_secret_clear();
+		log_secret_add("straddling-secret");
+		/* 16387 bytes raw, 16378 once masked: no cut needed. */
+		memset(big, 'z', 16370);
+		strcpy(big + 16370, "straddling-secret");
+		log_info("%s", big);
+		take();
+		assert_null(strstr(out_text, "strad"));
+		assert_non_null(strstr(out_text, "zz[MASKED]\n"));
+		free(big);
+	}
+}
+
+static void
+test_token(void **state)
+{
+	char		 out[LOG_TOKEN_SIZE];
+	static const struct {
+		const char	*in;
+		const char	*want;
+	} cases[] = {
+		{ "glrt-abcdefghijklmnop", "abcdefghi" },
+		{ "glrt-t1_abcdefghijklmnop", "abcdefghi" },
+		{ "glrt-t2_abcdefghijklmnop", "abcdefghi" },
+		{ "glrt-t3_abc", "abc" },
+		{ "glrt-t4_abcdefghijklmnop", "t4_abcdef" },
+		{ "t1_abcdefghijklmnop", "abcdefghi" },
+		{ "t2_abcdefghijklmnop", "abcdefghi" },
+		{ "glrtr-abcdefghijklmnop", "abcdefghi" },
+		{ "glcbt-abcdefghijklmnop", "abcdefghi" },
+		{ "GR1348941abcdefghijklmnop", "abcdefghi" },
+		{ "GR1348941_iAgdMy7a3NhZaa5oNoH", "_iAgdMy7a" },
+		{ "GRaBcDeF0xyz", "xyz" },
+		{ "GR13489zzabcdefgh", "GR13489zz" },
+		{ "GR134894zabcdefgh", "GR134894z" },
+		{ "GR12", "GR12" },
+		{ "glpat-abcdefghijkl", "glpat-abc" },
+		{ "abcdefghijkl", "abcdefghi" },
+		{ "abcdefghi", "abcdefghi" },
+		{ "abc", "abc" },
+		{ "glrt-", "" },
+		{ "", "" },
+	};
+	size_t	i;
+
+	(void)state;
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		memset(out, '#', sizeof out);
+		assert_ptr_equal(log_token(cases[i].in, out), out);
+		if (strcmp(out, cases[i].want) != 0)
+			fail_msg("log_token(\"%s\") = \"%s\", want \"%s\"",
+			    cases[i].in, out, cases[i].want);
+	}
+	memset(out, '#', sizeof out);
+	assert_string_equal(log_token(NULL, out), "");
+}
+
+static void
+test_parse_names(void **state)
+{
+	enum log_level	l = LOG_LEVEL_PANIC;
+	enum log_format	f = LOG_FORMAT_JSON;
+
+	(void)state;
+	assert_int_equal(log_level_parse("debug", &l), 0);
+	assert_int_equal(l, LOG_LEVEL_DEBUG);
+	assert_int_equal(log_level_parse("info", &l), 0);
+	assert_int_equal(l, LOG_LEVEL_INFO);
+	assert_int_equal(log_level_parse("warn", &l), 0);
+	assert_int_equal(l, LOG_LEVEL_WARN);
+	l = LOG_LEVEL_DEBUG;
+	assert_int_equal(log_level_parse("warning", &l), 0);
+	assert_int_equal(l, LOG_LEVEL_WARN);
+	assert_int_equal(log_level_parse("error", &l), 0);
+	assert_int_equal(l, LOG_LEVEL_ERROR);
+	assert_int_equal(log_level_parse("fatal", &l), 0);
+	assert_int_equal(l, LOG_LEVEL_FATAL);
+	assert_int_equal(log_level_parse("panic", &l), 0);
+	assert_int_equal(l, LOG_LEVEL_PANIC);
+	assert_int_equal(log_level_parse("WARN", &l), -1);
+	assert_int_equal(log_level_parse("trace", &l), -1);
+	assert_int_equal(log_level_parse("", &l), -1);
+	assert_int_equal(log_level_parse(NULL, &l), -1);
+	assert_int_equal(l, LOG_LEVEL_PANIC);	/* untouched on failure */
+
+	assert_int_equal(log_format_parse("runner", &f), 0);
+	assert_int_equal(f, LOG_FORMAT_RUNNER);
+	assert_int_equal(log_format_parse("text", &f), 0);
+	assert_int_equal(f, LOG_FORMAT_TEXT);
+	assert_int_equal(log_format_parse("json", &f), 0);
+	assert_int_equal(f, LOG_FORMAT_JSON);
+	assert_int_equal(log_format_parse("JSON", &f), -1);
+	assert_int_equal(log_format_parse("logfmt", &f), -1);
+	assert_int_equal(f, LOG_FORMAT_JSON);
+
+	assert_string_equal(log_level_name(LOG_LEVEL_DEBUG), "debug");
+	assert_string_equal(log_level_name(LOG_LEVEL_INFO), "info");
+	assert_string_equal(log_level_name(LOG_LEVEL_WARN), "warning");
+	assert_string_equal(log_level_name(LOG_LEVEL_ERROR), "error");
+	assert_string_equal(log_level_name(LOG_LEVEL_FATAL), "fatal");
+	assert_string_equal(log_level_name(LOG_LEVEL_PANIC), "panic");
+}
+
+static void
+test_colour_on_tty(void **state)
+{
+	struct termios	 t;
+	char		 got[256];
+	size_t		 len = 0;
+	ssize_t		 n;
+	int		 m, s = -1;
+
+	(void)state;
+	if ((m = posix_openpt(O_RDWR | O_NOCTTY)) < 0 || grantpt(m) != 0 ||
+	    unlockpt(m) != 0 || (s = open(ptsname(m), O_RDWR | O_NOCTTY)) < 0)
+		skip();
+	/* Raw, so the terminal does not turn \n into \r\n. */
+	assert_int_equal(tcgetattr(s, &t), 0);
+	cfmakeraw(&t);
+	assert_int_equal(tcsetattr(s, TCSANOW, &t), 0);
+
+	log_set_fd(s);
+	log_warnx("careful");
+	log_info("plain");
+	log_set_fd(out_fd);
+	while (len < sizeof got - 1 &&
+	    (n = read(m, got + len, sizeof got - 1 - len)) > 0) {
+		len += (size_t)n;
+		got[len] = '\0';
+		if (strstr(got, "plain\n") != NULL)
+			break;
+	}
+	got[len] = '\0';
+	close(s);
+	close(m);
+	assert_string_equal(got,
+	    "\033[0;33mWARNING: \033[0mcareful\n"
+	    "plain\n");
+
+	/* Back on a file: no escapes. */
+	log_warnx("careful");
+	assert_string_equal(take(), "WARNING: careful\n");
+}
+
+static void
+call_fatal(void)
+{
+	errno = EACCES;
+	fatal("cannot %s", "go on");
+}
+
+static void
+call_fatalx(void)
+{
+	errno = EACCES;
+	fatalx("stop %d", 7);
+}
+
+static void
+run_dying(void (*fn)(void), const char *want)
+{
+	pid_t	pid;
+	int	status;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		fn();
+		_exit(99);	/* not reached */
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 1);
+	assert_string_equal(take(), want);
+}
+
+static void
+test_fatal(void **state)
+{
+	(void)state;
+	run_dying(call_fatal, "FATAL: cannot go on: Permission denied\n");
+	run_dying(call_fatalx, "FATAL: stop 7\n");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_runner_format, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_level_filter, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_errno_suffix, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_text_format, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_json_format, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_time_shape, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_long_lines, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_secret_masked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_secret_overlapping, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_secret_list, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_token, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_parse_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_colour_on_tty, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fatal, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

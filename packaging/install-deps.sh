@@ -12,6 +12,8 @@ libuv1-dev
 libcjson-dev
 zlib1g-dev
 libcmocka-dev
+libssl-dev
+openssl
 clang
 libclang-rt-14-dev
 python3

@@ -9,7 +9,18 @@
 #ifndef RUNNER_COMMANDS_H
 #define RUNNER_COMMANDS_H
 
+#include <stdbool.h>
+
+#include <uv.h>
+
+#include "api/api.h"
+#include "runner/config.h"
+
 int	cmd_list(int argc, char **argv);
+int	cmd_register(int argc, char **argv);
+int	cmd_verify(int argc, char **argv);
+int	cmd_unregister(int argc, char **argv);
+int	cmd_reset_token(int argc, char **argv);
 
 /*
  * Shared by the commands: print "runner <cmd>: <message>" and the command's
@@ -20,5 +31,49 @@ int	cmd_usage_error(const char *usage, const char *fmt, ...)
 
 /* The config path: the -c/--config value if given, else the default. */
 char	*cmd_config_path(const char *flag_value);
+
+/*
+ * A private loop and GitLab client for a command that makes a few calls
+ * and waits for them: start calls with `pending` counted up, have their
+ * callbacks count it down, and cmd_session_wait() runs the loop until it
+ * is back at 0.  SIGINT sets `interrupted` (a second one exits at once),
+ * so a command can finish what it started and clean up.
+ */
+struct cmd_session {
+	uv_loop_t	 loop;
+	struct api	*api;
+	uv_signal_t	 sigint;
+	int		 pending;
+	bool		 interrupted;
+};
+
+void	cmd_session_open(struct cmd_session *s, const struct config *cfg);
+void	cmd_session_wait(struct cmd_session *s);
+void	cmd_session_close(struct cmd_session *s);
+
+/* "runner \"name\" (config.toml:12)", for messages about one entry. */
+char	*cmd_runner_label(const struct config *cfg, const struct runner_config *rc);
+
+/* Which [[runners]] entries a command acts on (gitlab-runner's flags). */
+struct cmd_select {
+	const char	*name;		/* --name */
+	const char	*url;		/* --url */
+	const char	*token;		/* --token */
+	int64_t		 id;		/* --id (0: not given) */
+	bool		 all;		/* --all-runners, or nothing given for verify */
+};
+
+/*
+ * Mark chosen[i] for every entry that matches.  Returns how many did; a
+ * --name that matches nothing is an error (logged, -1).
+ */
+int	cmd_select_runners(const struct config *cfg, const struct cmd_select *sel,
+	    bool *chosen);
+
+/* Remove the chosen entries from cfg->doc (the structs stay as they were). */
+void	cmd_remove_runners(struct config *cfg, const bool *remove);
+
+/* api_creds of an entry (borrowed strings). */
+void	cmd_creds(const struct runner_config *rc, struct api_creds *creds);
 
 #endif

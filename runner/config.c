@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runner/buf.h"
@@ -340,18 +341,6 @@ key_text(const struct toml_string *k)
 }
 
 static void
-strv_release(struct strv *sv)
-{
-	size_t i;
-
-	for (i = 0; i < sv->n; i++)
-		free(sv->v[i]);
-	free(sv->v);
-	sv->v = NULL;
-	sv->n = 0;
-}
-
-static void
 pairs_release(struct config_pair **pairs, size_t *n)
 {
 	size_t i;
@@ -454,7 +443,6 @@ decode_value(struct loader *ld, const struct spec *sp, const struct toml_value *
 		if (!want_type(ld, path, v, TOML_ARRAY))
 			break;
 		strv_release(sv);
-		sv->v = xcalloc(v->u.array.len + 1, sizeof(char *));
 		for (i = 0; i < v->u.array.len; i++) {
 			const struct toml_value *e = v->u.array.items[i];
 
@@ -463,7 +451,7 @@ decode_value(struct loader *ld, const struct spec *sp, const struct toml_value *
 				    path, i, a_type(e->type));
 				break;
 			}
-			sv->v[sv->n++] = xstrdup(e->u.s.ptr);
+			strv_push(sv, e->u.s.ptr);
 		}
 		break;
 	}
@@ -1088,4 +1076,21 @@ fail:
 	free(target);
 	buf_release(&out);
 	return -1;
+}
+
+void
+config_set_time(struct toml_value *table, const char *key, time_t when, bool set)
+{
+	struct toml_datetime dt = { .year = 1, .month = 1, .day = 1, .offset_z = true };
+	struct tm tm;
+
+	if (set && gmtime_r(&when, &tm) != NULL) {
+		dt.year = tm.tm_year + 1900;
+		dt.month = tm.tm_mon + 1;
+		dt.day = tm.tm_mday;
+		dt.hour = tm.tm_hour;
+		dt.minute = tm.tm_min;
+		dt.second = tm.tm_sec;
+	}
+	toml_table_set(table, key, strlen(key), toml_new_datetime(TOML_DATETIME, &dt));
 }

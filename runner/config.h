@@ -21,14 +21,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
+#include "runner/strv.h"
 #include "runner/toml.h"
-
-/* A NULL-terminated vector of owned strings. */
-struct strv {
-	char	**v;
-	size_t	  n;
-};
 
 struct config_pair {
 	char	*name;
@@ -177,6 +173,12 @@ void	 config_release(struct config *cfg);
 
 /* The directory that holds config.toml (for certs/ and .runner_system_id). */
 char	*config_dir(const struct config *cfg);
+
+/*
+ * Set key in an entry's table to a UTC date-time, as gitlab-runner writes
+ * token_obtained_at; set false writes its "never", 0001-01-01T00:00:00Z.
+ */
+void	 config_set_time(struct toml_value *table, const char *key, time_t when, bool set);
 
 /* Is this executor / shell one this build can run? */
 bool	 config_executor_supported(const char *executor);

@@ -25,6 +25,10 @@ struct command {
 };
 
 static const struct command commands[] = {
+	{ "register", "Register a runner with GitLab and save it in config.toml", cmd_register },
+	{ "verify", "Check each runner's token with GitLab", cmd_verify },
+	{ "unregister", "Unregister runners and remove them from config.toml", cmd_unregister },
+	{ "reset-token", "Rotate runner authentication tokens", cmd_reset_token },
 	{ "list", "List the runners in config.toml", cmd_list },
 };
 

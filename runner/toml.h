@@ -44,8 +44,8 @@ enum toml_table_kind {
 struct toml_datetime {
 	int	year, month, day;	/* DATETIME, DATETIME_LOCAL, DATE_LOCAL */
 	int	hour, minute, second;	/* DATETIME, DATETIME_LOCAL, TIME_LOCAL */
-	int	nanosecond;		/* 0 .. 999999999 */
-	int	frac_digits;		/* fraction digits as written, 0 = none */
+	int	nanosecond;		/* 0 .. 999999999 (first 9 digits) */
+	int	frac_digits;		/* fraction digits as written (may exceed 9), 0 = none */
 	int	offset_minutes;		/* DATETIME: east of UTC */
 	bool	offset_z;		/* DATETIME: written as Z (offset 0) */
 };
@@ -96,7 +96,10 @@ struct toml_error {
 
 /*
  * Parse a whole document.  Returns the root table, or NULL with *err
- * describing the first problem.  A UTF-8 BOM at the start is skipped.
+ * describing the first problem.  A UTF-8 BOM at the start is skipped; one
+ * anywhere else in the syntax is an error (inside strings and comments
+ * U+FEFF is a character like any other).  Nesting of tables, arrays and
+ * keys is capped at 512 levels, so no walk of a tree can exhaust the stack.
  */
 struct toml_value	*toml_parse(const char *data, size_t len, struct toml_error *err);
 void			 toml_free(struct toml_value *v);
@@ -117,7 +120,8 @@ struct toml_value	*toml_new_table(enum toml_table_kind kind);
 struct toml_value	*toml_clone(const struct toml_value *v);
 
 /*
- * Set key in table t to v, taking ownership of v.  An existing value of
+ * Set key in table t to v, taking ownership of v (also when t is not a
+ * table: v is then freed).  An existing value of
  * that key is freed and replaced in place (its position is kept); a new key
  * is appended.
  */

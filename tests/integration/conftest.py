@@ -3,6 +3,7 @@ import os
 import subprocess
 
 import pytest
+from double_fixtures import *  # noqa: F401,F403  (gitlab, gitlab_tls, tls_files)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.environ.get("RUNNER_SHARED_DIR") or os.path.join(os.path.dirname(ROOT), "shared")

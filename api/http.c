@@ -1,0 +1,1137 @@
+/*
+ * HTTP requests on libcurl's multi socket interface, driven by libuv, and
+ * the retry layer around them.
+ *
+ * The glue is curl's multi-uv pattern: libcurl tells us which sockets to
+ * watch (on_curl_socket: one uv_poll each) and when to call it back
+ * (on_curl_timer: one uv_timer); we hand events back with
+ * curl_multi_socket_action() and then collect finished transfers in
+ * drain().  That is the only place an attempt ends, and it runs after
+ * libcurl has returned, so a request's callback may start, cancel or free
+ * requests freely.
+ *
+ * A request between attempts holds no connection: it sits in the backoff
+ * list (one more uv_timer serves them all, armed for the earliest).  When
+ * its wait is over it needs one of the retry slots; without one it waits in
+ * a queue.  So a storm of 429s costs memory for the waiting requests, not
+ * connections or file descriptors.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "api/http.h"
+#include "api/retry.h"
+#include "runner/backoff.h"
+#include "runner/buf.h"
+#include "runner/clock.h"
+#include "runner/log.h"
+#include "runner/rand.h"
+#include "runner/xmalloc.h"
+
+#define DEFAULT_RETRY_SLOTS		8
+#define DEFAULT_BACKOFF_MIN_MS		100
+#define DEFAULT_BACKOFF_MAX_MS		(60 * 1000)
+#define DEFAULT_DEADLINE_MS		(60ULL * 60 * 1000)
+#define DEFAULT_ATTEMPT_TIMEOUT_MS	(10ULL * 60 * 1000)
+#define DEFAULT_MAX_ATTEMPTS		5
+#define DEFAULT_RESPONSE_CAP		(1024 * 1024)
+#define CONNECT_TIMEOUT_MS		30000
+#define LOG_BODY_EXCERPT		512
+
+/* Where a request is in its life. */
+enum req_state {
+	REQ_NEW,	/* built, not started */
+	REQ_ACTIVE,	/* an attempt is in the multi handle */
+	REQ_BACKOFF,	/* waiting out a delay before the next attempt */
+	REQ_QUEUED,	/* delay over, waiting for a retry slot */
+	REQ_DONE,	/* callback called (or about to be) */
+};
+
+struct http_req {
+	struct http		*h;
+	enum req_state		 state;
+	struct http_req		*prev, *next;	/* h->requests: every started one */
+	struct http_req		*wait_next;	/* h->backoff or h->queue */
+
+	char			*method;
+	char			*url;
+	struct curl_slist	*headers;
+	char			*content_type;
+	bool			 has_body;
+	struct buf		 body;		/* in-memory body: the same bytes each time */
+	int			 body_fd;	/* streamed body, or -1 */
+	off_t			 body_len;
+	off_t			 body_pos;
+	char			*ca_file, *cert_file, *key_file;
+	int			 flags;
+	uint64_t		 deadline_ms;	/* relative, until started */
+	uint64_t		 deadline_at;	/* monotonic ms, once started */
+	uint64_t		 attempt_timeout_ms;
+	unsigned		 max_attempts;
+	unsigned		 attempts;
+	size_t			 response_cap;
+	char			 request_id[33];
+
+	CURL			*easy;
+	char			 errbuf[CURL_ERROR_SIZE];
+	struct buf		 response;
+	struct buf		 resp_headers;	/* "name\0value\0" pairs of the last response */
+	bool			 too_big;
+	bool			 holds_slot;
+	struct backoff		 backoff;
+	uint64_t		 wake_at;	/* monotonic ms, in REQ_BACKOFF */
+
+	/* The last attempt's outcome, kept across the wait before a retry. */
+	long			 status;
+	int			 error;
+	char			 error_text[CURL_ERROR_SIZE + 64];
+
+	http_done_cb		*cb;
+	void			*cb_data;
+};
+
+struct http_sock {
+	uv_poll_t	 poll;
+	curl_socket_t	 fd;
+	struct http	*h;
+};
+
+struct http {
+	uv_loop_t	*loop;
+	CURLM		*multi;
+	uv_timer_t	 curl_timer;	/* the one timeout libcurl asks for */
+	uv_timer_t	 retry_timer;	/* the earliest end of a backoff wait */
+	char		*user_agent;
+	uint64_t	 max_age_ms;
+	uint64_t	 backoff_min_ms;
+	uint64_t	 backoff_max_ms;
+	unsigned	 retry_slots;
+	unsigned	 retries_in_flight;
+	struct http_req	*requests;	/* every started, unfinished request */
+	struct http_req	*backoff;	/* sorted by wake_at */
+	struct http_req	*queue_head, *queue_tail;
+	unsigned	 active;
+	int		 in_drain;
+	bool		 closing;
+	bool		 closed;	/* libcurl released, handles closing */
+	unsigned	 open_handles;	/* libuv handles not yet closed */
+	/* The system CA bundle plus one ca_file, written once per ca_file. */
+	char		*bundle_for;	/* the ca_file the bundle was made for */
+	char		*bundle_path;
+};
+
+static void	drain(struct http *);
+static void	attempt_start(struct http_req *);
+static void	finish(struct http_req *);
+static void	arm_retry_timer(struct http *);
+static void	maybe_free_http(struct http *);
+
+/* ---- libcurl <-> libuv ---- */
+
+static void
+on_handle_closed(uv_handle_t *handle)
+{
+	struct http *h = handle->data;
+
+	h->open_handles--;
+	maybe_free_http(h);
+}
+
+static void
+on_sock_closed(uv_handle_t *handle)
+{
+	struct http_sock *s = handle->data;
+	struct http *h = s->h;
+
+	free(s);
+	h->open_handles--;
+	maybe_free_http(h);
+}
+
+static void
+on_poll(uv_poll_t *poll, int status, int events)
+{
+	struct http_sock *s = poll->data;
+	struct http *h = s->h;
+	int flags = 0, running;
+
+	if (status < 0)
+		flags = CURL_CSELECT_ERR;
+	if (events & UV_READABLE)
+		flags |= CURL_CSELECT_IN;
+	if (events & UV_WRITABLE)
+		flags |= CURL_CSELECT_OUT;
+	curl_multi_socket_action(h->multi, s->fd, flags, &running);
+	drain(h);
+}
+
+static int
+on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
+{
+	struct http *h = userp;
+	struct http_sock *s = socketp;
+	int events = 0;
+
+	(void)easy;
+	if (what == CURL_POLL_REMOVE) {
+		if (s != NULL) {
+			/* libcurl may close fd right after this; libuv allows that once stopped. */
+			uv_poll_stop(&s->poll);
+			uv_close((uv_handle_t *)&s->poll, on_sock_closed);
+			curl_multi_assign(h->multi, fd, NULL);
+		}
+		return 0;
+	}
+	if (s == NULL) {
+		s = xcalloc(1, sizeof(*s));
+		s->fd = fd;
+		s->h = h;
+		if (uv_poll_init_socket(h->loop, &s->poll, fd) != 0) {
+			free(s);
+			return -1;
+		}
+		s->poll.data = s;
+		h->open_handles++;
+		curl_multi_assign(h->multi, fd, s);
+	}
+	if (what & CURL_POLL_IN)
+		events |= UV_READABLE;
+	if (what & CURL_POLL_OUT)
+		events |= UV_WRITABLE;
+	uv_poll_start(&s->poll, events, on_poll);
+	return 0;
+}
+
+static void
+on_curl_timeout(uv_timer_t *timer)
+{
+	struct http *h = timer->data;
+	int running;
+
+	curl_multi_socket_action(h->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	/* Always drain: a timeout may have finished the last transfer. */
+	drain(h);
+}
+
+static int
+on_curl_timer(CURLM *multi, long timeout_ms, void *userp)
+{
+	struct http *h = userp;
+
+	(void)multi;
+	if (timeout_ms < 0)
+		uv_timer_stop(&h->curl_timer);
+	else
+		uv_timer_start(&h->curl_timer, on_curl_timeout, (uint64_t)timeout_ms, 0);
+	return 0;
+}
+
+/* ---- the client ---- */
+
+struct http *
+http_new(const struct http_config *cfg)
+{
+	static int curl_ready;
+	struct http *h = xcalloc(1, sizeof(*h));
+
+	if (!curl_ready) {
+		if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
+			fatalx("libcurl: global init failed");
+		curl_ready = 1;
+	}
+	h->loop = cfg->loop;
+	h->user_agent = xstrdup(cfg->user_agent != NULL ? cfg->user_agent : "runner");
+	h->max_age_ms = cfg->connection_max_age_ms;
+	h->retry_slots = cfg->max_retries_in_flight ? cfg->max_retries_in_flight :
+	    DEFAULT_RETRY_SLOTS;
+	h->backoff_min_ms = cfg->backoff_min_ms ? cfg->backoff_min_ms : DEFAULT_BACKOFF_MIN_MS;
+	h->backoff_max_ms = cfg->backoff_max_ms ? cfg->backoff_max_ms : DEFAULT_BACKOFF_MAX_MS;
+	if ((h->multi = curl_multi_init()) == NULL)
+		fatalx("libcurl: cannot create a multi handle");
+	curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
+	curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
+	curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+	curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
+	uv_timer_init(h->loop, &h->curl_timer);
+	h->curl_timer.data = h;
+	uv_timer_init(h->loop, &h->retry_timer);
+	h->retry_timer.data = h;
+	h->open_handles = 2;
+	return h;
+}
+
+static void
+maybe_free_http(struct http *h)
+{
+	if (!h->closed || h->open_handles > 0)
+		return;
+	if (h->bundle_path != NULL)
+		unlink(h->bundle_path);
+	free(h->bundle_path);
+	free(h->bundle_for);
+	free(h->user_agent);
+	free(h);
+}
+
+/* Release libcurl and close our handles; only outside drain(). */
+static void
+finish_close(struct http *h)
+{
+	if (h->closed)
+		return;
+	h->closed = true;
+	/* May call on_curl_socket() to remove sockets: the loop is still here. */
+	curl_multi_cleanup(h->multi);
+	h->multi = NULL;
+	uv_close((uv_handle_t *)&h->curl_timer, on_handle_closed);
+	uv_close((uv_handle_t *)&h->retry_timer, on_handle_closed);
+}
+
+void
+http_close(struct http *h)
+{
+	h->closing = true;
+	while (h->requests != NULL)
+		http_req_cancel(h->requests);
+	if (h->in_drain == 0)
+		finish_close(h);
+}
+
+unsigned
+http_active(const struct http *h)
+{
+	return h->active;
+}
+
+/* ---- building a request ---- */
+
+struct http_req *
+http_req_new(struct http *h, const char *method, const char *url)
+{
+	struct http_req *r = xcalloc(1, sizeof(*r));
+
+	r->h = h;
+	r->state = REQ_NEW;
+	r->method = xstrdup(method);
+	r->url = xstrdup(url);
+	r->body_fd = -1;
+	r->deadline_ms = DEFAULT_DEADLINE_MS;
+	r->attempt_timeout_ms = DEFAULT_ATTEMPT_TIMEOUT_MS;
+	r->max_attempts = DEFAULT_MAX_ATTEMPTS;
+	r->response_cap = DEFAULT_RESPONSE_CAP;
+	buf_init(&r->body, BUF_UNLIMITED);
+	buf_init(&r->response, r->response_cap);
+	buf_init(&r->resp_headers, 256 * 1024);
+	/* One id for the logical request, the same on every attempt. */
+	rand_hex(r->request_id, 32);
+	return r;
+}
+
+void
+http_req_header(struct http_req *r, const char *name, const char *value)
+{
+	char *line = xasprintf("%s: %s", name, value);
+	struct curl_slist *l = curl_slist_append(r->headers, line);
+
+	if (l == NULL)
+		fatalx("libcurl: out of memory");
+	r->headers = l;
+	explicit_bzero(line, strlen(line));
+	free(line);
+}
+
+void
+http_req_secret_header(struct http_req *r, const char *name, const char *value)
+{
+	/* Headers are never logged; the distinction is for readers of the caller. */
+	http_req_header(r, name, value);
+}
+
+void
+http_req_body(struct http_req *r, const char *content_type, const void *data, size_t len)
+{
+	free(r->content_type);
+	r->content_type = content_type != NULL ? xstrdup(content_type) : NULL;
+	buf_reset(&r->body);
+	buf_append(&r->body, data, len);
+	r->has_body = true;
+	r->body_fd = -1;
+}
+
+void
+http_req_body_fd(struct http_req *r, const char *content_type, int fd, off_t len)
+{
+	free(r->content_type);
+	r->content_type = content_type != NULL ? xstrdup(content_type) : NULL;
+	buf_release(&r->body);
+	r->has_body = true;
+	r->body_fd = fd;
+	r->body_len = len;
+}
+
+void
+http_req_tls(struct http_req *r, const struct http_tls *tls)
+{
+	free(r->ca_file);
+	free(r->cert_file);
+	free(r->key_file);
+	r->ca_file = tls->ca_file && *tls->ca_file ? xstrdup(tls->ca_file) : NULL;
+	r->cert_file = tls->cert_file && *tls->cert_file ? xstrdup(tls->cert_file) : NULL;
+	r->key_file = tls->key_file && *tls->key_file ? xstrdup(tls->key_file) : NULL;
+}
+
+void
+http_req_flags(struct http_req *r, int flags)
+{
+	r->flags = flags;
+}
+
+void
+http_req_deadline(struct http_req *r, uint64_t timeout_ms)
+{
+	r->deadline_ms = timeout_ms;
+}
+
+void
+http_req_attempt_timeout(struct http_req *r, uint64_t timeout_ms)
+{
+	r->attempt_timeout_ms = timeout_ms;
+}
+
+void
+http_req_max_attempts(struct http_req *r, unsigned n)
+{
+	r->max_attempts = n > 0 ? n : 1;
+}
+
+void
+http_req_response_cap(struct http_req *r, size_t max)
+{
+	r->response_cap = max;
+	buf_release(&r->response);
+	buf_init(&r->response, max);
+}
+
+const char *
+http_req_method(const struct http_req *r)
+{
+	return r->method;
+}
+
+const char *
+http_req_url(const struct http_req *r)
+{
+	return r->url;
+}
+
+const char *
+http_req_response_header(const struct http_req *r, const char *name)
+{
+	const char *p = r->resp_headers.ptr, *end = p + r->resp_headers.len;
+	const char *found = NULL;
+
+	while (p < end) {
+		const char *value = p + strlen(p) + 1;
+
+		if (strcasecmp(p, name) == 0)
+			found = value;	/* the last one wins */
+		p = value + strlen(value) + 1;
+	}
+	return found;
+}
+
+/* ---- libcurl callbacks of one transfer ---- */
+
+static size_t
+on_body(char *data, size_t size, size_t nmemb, void *userp)
+{
+	struct http_req *r = userp;
+	size_t len = size * nmemb;
+
+	if (buf_append(&r->response, data, len) != 0) {
+		r->too_big = true;
+		return 0;	/* aborts the transfer with CURLE_WRITE_ERROR */
+	}
+	return len;
+}
+
+static size_t
+on_header(char *data, size_t size, size_t nmemb, void *userp)
+{
+	struct http_req *r = userp;
+	size_t len = size * nmemb, n, v;
+
+	/* A new status line (a 100 Continue, say) starts a new header set. */
+	if (len >= 5 && memcmp(data, "HTTP/", 5) == 0) {
+		buf_reset(&r->resp_headers);
+		return len;
+	}
+	for (n = 0; n < len && data[n] != ':'; n++)
+		;
+	if (n == 0 || n == len)
+		return len;
+	for (v = n + 1; v < len && (data[v] == ' ' || data[v] == '\t'); v++)
+		;
+	while (len > v && (data[len - 1] == '\r' || data[len - 1] == '\n' ||
+	    data[len - 1] == ' '))
+		len--;
+	/* A header set past its cap is cut, not the response failed. */
+	if (buf_append(&r->resp_headers, data, n) == 0 &&
+	    buf_putc(&r->resp_headers, '\0') == 0 &&
+	    buf_append(&r->resp_headers, data + v, len - v) == 0)
+		buf_putc(&r->resp_headers, '\0');
+	return size * nmemb;
+}
+
+static size_t
+on_read_body(char *dst, size_t size, size_t nmemb, void *userp)
+{
+	struct http_req *r = userp;
+	size_t want = size * nmemb;
+	off_t left = r->body_len - r->body_pos;
+	ssize_t n;
+
+	if (left <= 0)
+		return 0;
+	if ((off_t)want > left)
+		want = (size_t)left;
+	do {
+		n = pread(r->body_fd, dst, want, r->body_pos);
+	} while (n == -1 && errno == EINTR);
+	if (n <= 0)
+		return CURL_READFUNC_ABORT;	/* the file shrank or failed */
+	r->body_pos += n;
+	return (size_t)n;
+}
+
+static int
+on_seek_body(void *userp, curl_off_t offset, int origin)
+{
+	struct http_req *r = userp;
+
+	if (origin != SEEK_SET || offset < 0 || offset > r->body_len)
+		return CURL_SEEKFUNC_CANTSEEK;
+	r->body_pos = offset;
+	return CURL_SEEKFUNC_OK;
+}
+
+/* ---- TLS ---- */
+
+static int
+copy_file_into(int out, const char *path)
+{
+	char chunk[65536];
+	ssize_t n, w, off;
+	int in = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (in == -1)
+		return -1;
+	while ((n = read(in, chunk, sizeof(chunk))) > 0) {
+		for (off = 0; off < n; off += w)
+			if ((w = write(out, chunk + off, (size_t)(n - off))) <= 0) {
+				close(in);
+				return -1;
+			}
+	}
+	close(in);
+	return n == 0 ? 0 : -1;
+}
+
+/*
+ * A tls-ca-file is trusted in addition to the system's CAs (as
+ * gitlab-runner does), and libcurl takes one bundle: so the two are written
+ * into one private file once, which libcurl then caches.  A CA directory
+ * (CURLOPT_CAPATH) is never used: Debian's libcurl rebuilds its store from
+ * it for every new connection (~21 ms instead of ~1.5 ms).
+ */
+static const char *
+ca_bundle(struct http *h, const char *ca_file)
+{
+	curl_version_info_data *vi = curl_version_info(CURLVERSION_NOW);
+	const char *system = vi->cainfo != NULL ? vi->cainfo :
+	    "/etc/ssl/certs/ca-certificates.crt";
+	char path[] = "/tmp/runner-ca-XXXXXX";
+	int fd;
+
+	if (h->bundle_for != NULL && strcmp(h->bundle_for, ca_file) == 0)
+		return h->bundle_path;
+	if (access(ca_file, R_OK) != 0)
+		return NULL;
+	if ((fd = mkstemp(path)) == -1)
+		return ca_file;	/* still trust the given CA, if only it */
+	if (access(system, R_OK) == 0)
+		(void)copy_file_into(fd, system);
+	if (write(fd, "\n", 1) != 1 || copy_file_into(fd, ca_file) != 0) {
+		close(fd);
+		unlink(path);
+		return NULL;
+	}
+	close(fd);
+	if (h->bundle_path != NULL)
+		unlink(h->bundle_path);
+	free(h->bundle_path);
+	free(h->bundle_for);
+	h->bundle_path = xstrdup(path);
+	h->bundle_for = xstrdup(ca_file);
+	return h->bundle_path;
+}
+
+/* ---- attempts ---- */
+
+static void
+setup_easy(struct http_req *r)
+{
+	struct http *h = r->h;
+	CURL *e = r->easy;
+	const char *bundle;
+	char *line;
+
+	curl_easy_setopt(e, CURLOPT_URL, r->url);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_USERAGENT, h->user_agent);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+	curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_TIMEOUT_MS);
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 30L);
+	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+	if (h->max_age_ms > 0)
+		curl_easy_setopt(e, CURLOPT_MAXLIFETIME_CONN,
+		    (long)((h->max_age_ms + 999) / 1000));
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
+
+	curl_easy_setopt(e, CURLOPT_CAPATH, NULL);
+	if (r->ca_file != NULL && (bundle = ca_bundle(h, r->ca_file)) != NULL)
+		curl_easy_setopt(e, CURLOPT_CAINFO, bundle);
+	if (r->cert_file != NULL) {
+		curl_easy_setopt(e, CURLOPT_SSLCERT, r->cert_file);
+		curl_easy_setopt(e, CURLOPT_SSLKEY,
+		    r->key_file != NULL ? r->key_file : r->cert_file);
+	}
+
+	line = xasprintf("X-Request-Id: %s", r->request_id);
+	r->headers = curl_slist_append(r->headers, line);
+	free(line);
+	if (r->flags & HTTP_ACCEPT_JSON)
+		r->headers = curl_slist_append(r->headers, "Accept: application/json");
+	if (r->content_type != NULL) {
+		line = xasprintf("Content-Type: %s", r->content_type);
+		r->headers = curl_slist_append(r->headers, line);
+		free(line);
+	}
+	/* libcurl would add "Expect: 100-continue" to large bodies: a 1 s stall. */
+	r->headers = curl_slist_append(r->headers, "Expect:");
+	if (r->headers == NULL)
+		fatalx("libcurl: out of memory");
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
+
+	if (r->has_body && r->body_fd >= 0) {
+		curl_easy_setopt(e, CURLOPT_POST, 1L);
+		curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read_body);
+		curl_easy_setopt(e, CURLOPT_READDATA, r);
+		curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, on_seek_body);
+		curl_easy_setopt(e, CURLOPT_SEEKDATA, r);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+	} else if (r->has_body || strcmp(r->method, "POST") == 0) {
+		/* Our own buffer: libcurl reads it anew for every send. */
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body.len);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body.ptr);
+	}
+	if (strcmp(r->method, "GET") == 0)
+		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+	else if (strcmp(r->method, "POST") != 0)
+		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
+}
+
+static uint64_t
+remaining_ms(const struct http_req *r)
+{
+	uint64_t now = clock_mono_ms();
+
+	return r->deadline_at > now ? r->deadline_at - now : 0;
+}
+
+static void
+attempt_start(struct http_req *r)
+{
+	struct http *h = r->h;
+	uint64_t timeout = r->attempt_timeout_ms, left = remaining_ms(r);
+	CURLMcode mc;
+
+	if (left < timeout)
+		timeout = left;
+	if (timeout == 0) {
+		r->error = -ETIMEDOUT;
+		snprintf(r->error_text, sizeof(r->error_text), "deadline passed");
+		finish(r);
+		return;
+	}
+	buf_reset(&r->response);
+	buf_reset(&r->resp_headers);
+	r->errbuf[0] = '\0';
+	r->too_big = false;
+	r->body_pos = 0;
+	r->attempts++;
+	curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, (long)timeout);
+	r->state = REQ_ACTIVE;
+	if ((mc = curl_multi_add_handle(h->multi, r->easy)) != CURLM_OK) {
+		r->error = -EIO;
+		snprintf(r->error_text, sizeof(r->error_text), "%s",
+		    curl_multi_strerror(mc));
+		finish(r);
+	}
+}
+
+int
+http_req_start(struct http_req *r, http_done_cb *cb, void *data)
+{
+	struct http *h = r->h;
+
+	if (r->state != REQ_NEW || h->closing || r->deadline_ms == 0)
+		return -EINVAL;
+	if ((r->easy = curl_easy_init()) == NULL)
+		fatalx("libcurl: cannot create a handle");
+	setup_easy(r);
+	r->cb = cb;
+	r->cb_data = data;
+	r->deadline_at = clock_mono_ms() + r->deadline_ms;
+	backoff_init(&r->backoff, h->backoff_min_ms, h->backoff_max_ms);
+	r->attempts = 1;
+	curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, (long)(r->attempt_timeout_ms <
+	    r->deadline_ms ? r->attempt_timeout_ms : r->deadline_ms));
+	/* The first attempt fails here, not in the callback: see http.h. */
+	if (curl_multi_add_handle(h->multi, r->easy) != CURLM_OK)
+		return -EIO;
+	r->state = REQ_ACTIVE;
+	r->next = h->requests;
+	if (h->requests != NULL)
+		h->requests->prev = r;
+	h->requests = r;
+	h->active++;
+	return 0;
+}
+
+/* The path and query of a URL for logs, with token-like query values masked. */
+static char *
+log_path(const char *url)
+{
+	const char *p = strstr(url, "://"), *q;
+	struct buf b;
+
+	p = p != NULL ? strchr(p + 3, '/') : NULL;
+	if (p == NULL)
+		return xstrdup("/");
+	buf_init(&b, BUF_UNLIMITED);
+	if ((q = strchr(p, '?')) == NULL) {
+		buf_puts(&b, p);
+		return buf_detach(&b, NULL);
+	}
+	buf_append(&b, p, (size_t)(q - p));
+	while (*q != '\0') {
+		const char *amp = strchr(q + 1, '&'), *eq = strchr(q + 1, '=');
+		const char *end = amp != NULL ? amp : q + strlen(q);
+
+		if (eq != NULL && eq < end) {
+			buf_append(&b, q, (size_t)(eq - q + 1));
+			if (strcasestr(q + 1, "token") != NULL &&
+			    strcasestr(q + 1, "token") < eq)
+				buf_puts(&b, "[MASKED]");
+			else
+				buf_append(&b, eq + 1, (size_t)(end - eq - 1));
+		} else
+			buf_append(&b, q, (size_t)(end - q));
+		q = end;
+	}
+	return buf_detach(&b, NULL);
+}
+
+/* The headers that say how hard the server pushes back, for the log. */
+static void
+append_pushback_headers(struct http_req *r, struct buf *b)
+{
+	const char *p = r->resp_headers.ptr, *end = p + r->resp_headers.len;
+
+	while (p < end) {
+		const char *value = p + strlen(p) + 1;
+
+		if (strcasecmp(p, "Retry-After") == 0 ||
+		    strncasecmp(p, "RateLimit-", 10) == 0)
+			buf_printf(b, ", %s: %s", p, value);
+		p = value + strlen(value) + 1;
+	}
+}
+
+/* One line, printable: the first bytes of a response body. */
+static void
+append_excerpt(struct buf *b, const char *body, size_t len)
+{
+	size_t i, n = len < LOG_BODY_EXCERPT ? len : LOG_BODY_EXCERPT;
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)body[i];
+
+		if (c == '\n')
+			buf_puts(b, "\\n");
+		else if (c < 0x20 || c == 0x7f)
+			buf_printf(b, "\\x%02x", c);
+		else
+			buf_putc(b, (char)c);
+	}
+	if (len > n)
+		buf_printf(b, "... (%zu bytes)", len);
+}
+
+static const char *
+request_id_of(const struct http_req *r)
+{
+	const char *id = http_req_response_header(r, "X-Request-Id");
+
+	return id != NULL && *id != '\0' ? id : r->request_id;
+}
+
+/* Every answer that is not a success is logged once, with all we know. */
+static void
+log_failed_attempt(struct http_req *r)
+{
+	struct buf b;
+	char *path = log_path(r->url);
+
+	buf_init(&b, BUF_UNLIMITED);
+	if (r->status != 0)
+		buf_printf(&b, "api: %s %s: HTTP %ld, request id %s", r->method, path,
+		    r->status, request_id_of(r));
+	else
+		buf_printf(&b, "api: %s %s: %s, request id %s", r->method, path,
+		    r->error_text, r->request_id);
+	append_pushback_headers(r, &b);
+	if (r->response.len > 0) {
+		buf_puts(&b, ", body: ");
+		append_excerpt(&b, r->response.ptr, r->response.len);
+	}
+	log_warnx("%s", b.ptr);
+	buf_release(&b);
+	free(path);
+}
+
+/* Transport failures worth another attempt; the rest will fail the same way. */
+static bool
+transport_retryable(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_AGAIN:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void
+backoff_insert(struct http_req *r)
+{
+	struct http *h = r->h;
+	struct http_req **pp = &h->backoff;
+
+	while (*pp != NULL && (*pp)->wake_at <= r->wake_at)
+		pp = &(*pp)->wait_next;
+	r->wait_next = *pp;
+	*pp = r;
+}
+
+static void
+backoff_remove(struct http_req *r)
+{
+	struct http_req **pp;
+
+	for (pp = &r->h->backoff; *pp != NULL; pp = &(*pp)->wait_next)
+		if (*pp == r) {
+			*pp = r->wait_next;
+			break;
+		}
+	r->wait_next = NULL;
+}
+
+static void
+queue_remove(struct http_req *r)
+{
+	struct http *h = r->h;
+	struct http_req **pp, *prev = NULL;
+
+	for (pp = &h->queue_head; *pp != NULL; prev = *pp, pp = &(*pp)->wait_next)
+		if (*pp == r) {
+			*pp = r->wait_next;
+			if (h->queue_tail == r)
+				h->queue_tail = prev;
+			break;
+		}
+	r->wait_next = NULL;
+}
+
+/* A retry attempt may start now if a slot is free; otherwise it queues. */
+static void
+retry_now(struct http_req *r)
+{
+	struct http *h = r->h;
+
+	if (h->retries_in_flight >= h->retry_slots) {
+		r->state = REQ_QUEUED;
+		r->wait_next = NULL;
+		if (h->queue_tail != NULL)
+			h->queue_tail->wait_next = r;
+		else
+			h->queue_head = r;
+		h->queue_tail = r;
+		return;
+	}
+	h->retries_in_flight++;
+	r->holds_slot = true;
+	attempt_start(r);
+}
+
+static void
+release_slot(struct http_req *r)
+{
+	struct http *h = r->h;
+	struct http_req *next;
+
+	if (!r->holds_slot)
+		return;
+	r->holds_slot = false;
+	h->retries_in_flight--;
+	if ((next = h->queue_head) != NULL && !h->closing) {
+		queue_remove(next);
+		retry_now(next);
+	}
+}
+
+static void
+on_retry_timer(uv_timer_t *timer)
+{
+	struct http *h = timer->data;
+	uint64_t now = clock_mono_ms();
+	struct http_req *r;
+
+	h->in_drain++;
+	while ((r = h->backoff) != NULL && r->wake_at <= now) {
+		h->backoff = r->wait_next;
+		r->wait_next = NULL;
+		retry_now(r);
+	}
+	h->in_drain--;
+	arm_retry_timer(h);
+	if (h->closing && h->in_drain == 0)
+		finish_close(h);
+}
+
+static void
+arm_retry_timer(struct http *h)
+{
+	uint64_t now = clock_mono_ms();
+
+	if (h->closed)
+		return;
+	if (h->backoff == NULL) {
+		uv_timer_stop(&h->retry_timer);
+		return;
+	}
+	uv_timer_start(&h->retry_timer, on_retry_timer,
+	    h->backoff->wake_at > now ? h->backoff->wake_at - now : 0, 0);
+}
+
+/* One attempt is over: answer the caller, or wait and send it again. */
+static void
+attempt_done(struct http_req *r, CURLcode rc)
+{
+	struct retry_input in;
+	struct retry_decision d;
+	long status = 0;
+	char *path;
+
+	release_slot(r);
+	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+	r->error = 0;
+	r->error_text[0] = '\0';
+	r->status = status;
+	if (rc != CURLE_OK) {
+		/* A body cut short is no answer, whatever its status line said. */
+		r->status = 0;
+		if (r->too_big) {
+			r->error = -EMSGSIZE;
+			snprintf(r->error_text, sizeof(r->error_text),
+			    "response larger than %zu bytes", r->response_cap);
+		} else {
+			r->error = rc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
+			snprintf(r->error_text, sizeof(r->error_text), "%s (curl %d)",
+			    r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc), (int)rc);
+		}
+	}
+	if (r->status < 200 || r->status > 299)
+		log_failed_attempt(r);
+
+	memset(&in, 0, sizeof(in));
+	in.attempts = r->attempts;
+	in.max_attempts = r->max_attempts;
+	in.status = r->status;
+	in.transport_retryable = rc != CURLE_OK && !r->too_big && transport_retryable(rc);
+	in.no_retry = (r->flags & HTTP_NO_RETRY) != 0 || r->h->closing;
+	in.no_retry_429 = (r->flags & HTTP_NO_RETRY_429) != 0;
+	in.retry_after = http_req_response_header(r, "Retry-After");
+	in.ratelimit_reset = http_req_response_header(r, "RateLimit-ResetTime");
+	in.now = clock_wall();
+	in.remaining_ms = remaining_ms(r);
+	in.backoff_ms = backoff_next(&r->backoff, rand_u32());
+	d = retry_decide(&in);
+	if (!d.again) {
+		if (r->attempts > 1 && (r->status == 0 || r->status >= 400)) {
+			path = log_path(r->url);
+			log_warnx("api: %s %s: giving up after %u attempts: %s", r->method,
+			    path, r->attempts, d.why_not);
+			free(path);
+		}
+		finish(r);
+		return;
+	}
+	path = log_path(r->url);
+	log_warnx("api: %s %s: waiting %llu ms (%s) before attempt %u/%u", r->method,
+	    path, (unsigned long long)d.delay_ms, retry_wait_reason_name(d.reason),
+	    r->attempts + 1, r->max_attempts);
+	free(path);
+	r->state = REQ_BACKOFF;
+	r->wake_at = clock_mono_ms() + d.delay_ms;
+	backoff_insert(r);
+	arm_retry_timer(r->h);
+}
+
+static void
+drain(struct http *h)
+{
+	struct http_req *r;
+	CURLMsg *msg;
+	CURLcode rc;
+	CURL *easy;
+	int left;
+
+	h->in_drain++;
+	while (h->multi != NULL && (msg = curl_multi_info_read(h->multi, &left)) != NULL) {
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		/* msg is invalid once the handle is removed: copy first. */
+		easy = msg->easy_handle;
+		rc = msg->data.result;
+		r = NULL;
+		curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&r);
+		curl_multi_remove_handle(h->multi, easy);
+		if (r != NULL && r->state == REQ_ACTIVE)
+			attempt_done(r, rc);
+	}
+	h->in_drain--;
+	if (h->closing && h->in_drain == 0)
+		finish_close(h);
+}
+
+/* Unlink from the client and call back, once. */
+static void
+finish(struct http_req *r)
+{
+	struct http *h = r->h;
+	struct http_result res;
+
+	if (r->state == REQ_DONE)
+		return;
+	r->state = REQ_DONE;
+	if (r->prev != NULL)
+		r->prev->next = r->next;
+	else if (h->requests == r)
+		h->requests = r->next;
+	if (r->next != NULL)
+		r->next->prev = r->prev;
+	r->prev = r->next = NULL;
+	h->active--;
+
+	memset(&res, 0, sizeof(res));
+	res.status = r->status;
+	res.error = r->error;
+	res.error_text = r->error_text;
+	res.body = r->response.ptr;
+	res.body_len = r->response.len;
+	res.attempts = r->attempts;
+	res.request_id = request_id_of(r);
+	if (r->cb != NULL)
+		r->cb(r, &res, r->cb_data);
+}
+
+void
+http_req_cancel(struct http_req *r)
+{
+	struct http *h = r->h;
+
+	switch (r->state) {
+	case REQ_ACTIVE:
+		curl_multi_remove_handle(h->multi, r->easy);
+		release_slot(r);
+		break;
+	case REQ_BACKOFF:
+		backoff_remove(r);
+		arm_retry_timer(h);
+		break;
+	case REQ_QUEUED:
+		queue_remove(r);
+		break;
+	case REQ_NEW:
+	case REQ_DONE:
+		return;
+	}
+	r->status = 0;
+	r->error = -ECANCELED;
+	snprintf(r->error_text, sizeof(r->error_text), "canceled");
+	finish(r);
+}
+
+void
+http_req_free(struct http_req *r)
+{
+	if (r == NULL)
+		return;
+	if (r->state != REQ_NEW && r->state != REQ_DONE)
+		fatalx("http_req_free: request %s %s is still running", r->method, r->url);
+	if (r->easy != NULL)
+		curl_easy_cleanup(r->easy);
+	curl_slist_free_all(r->headers);
+	if (r->body.cap > 0)
+		explicit_bzero(r->body.ptr, r->body.len);
+	buf_release(&r->body);
+	buf_release(&r->response);
+	buf_release(&r->resp_headers);
+	free(r->content_type);
+	free(r->ca_file);
+	free(r->cert_file);
+	free(r->key_file);
+	free(r->method);
+	free(r->url);
+	free(r);
+}

@@ -1,0 +1,125 @@
+/*
+ * HTTP on libcurl's multi socket interface, driven by libuv, with the
+ * retry layer.  Knows nothing of GitLab: the GitLab calls (api.h) and,
+ * later, the docker executor build on it.
+ *
+ * One struct http per loop owns the curl multi handle, one uv_timer and a
+ * uv_poll per socket libcurl asks us to watch (curl's multi-uv pattern).
+ * A struct http_req is one logical request: it owns its method, URL,
+ * headers, body bytes, response buffer and policy, and it sends the same
+ * bytes on every attempt.  Whether to try again is decided by one pure
+ * function (retry.h); the waits honour Retry-After and RateLimit-ResetTime
+ * but never outlast the request's deadline.
+ *
+ * Contract of http_req_start(): if it returns an error the callback is
+ * never called; if it returns 0 the callback is called exactly once, after
+ * the last attempt, on cancel (status 0, error -ECANCELED), or when the
+ * http is closed.  The callback may free the request.
+ */
+#ifndef API_HTTP_H
+#define API_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <uv.h>
+
+#include "runner/buf.h"
+
+struct http;
+struct http_req;
+
+struct http_config {
+	uv_loop_t	*loop;
+	const char	*user_agent;		/* copied */
+	/* Connections older than this are not reused (0: no limit). */
+	uint64_t	 connection_max_age_ms;
+	/*
+	 * How many retry attempts may be on the wire at once, across every
+	 * request: a storm of 429s then queues retries in memory instead of
+	 * opening connections.  0 means the default (8).
+	 */
+	unsigned	 max_retries_in_flight;
+	/* Backoff bounds; 0 means the defaults (100 ms, 60 s). */
+	uint64_t	 backoff_min_ms;
+	uint64_t	 backoff_max_ms;
+};
+
+/* TLS settings of a request; every path is copied. */
+struct http_tls {
+	const char	*ca_file;	/* trusted in addition to the system CAs */
+	const char	*cert_file;	/* client certificate (PEM) */
+	const char	*key_file;	/* its key (PEM) */
+};
+
+enum http_flags {
+	HTTP_NO_RETRY		= 1 << 0,	/* one attempt, whatever happens */
+	HTTP_NO_RETRY_429	= 1 << 1,	/* a 429 is the answer, not retried */
+	HTTP_ACCEPT_JSON	= 1 << 2,	/* send Accept: application/json */
+};
+
+/* What a request ended with; valid inside the callback. */
+struct http_result {
+	long		 status;	/* HTTP status of the last attempt; 0 if none */
+	int		 error;		/* 0, -ECANCELED, -ETIMEDOUT, -EMSGSIZE, -EIO ... */
+	const char	*error_text;	/* transport error in words, or "" */
+	const char	*body;		/* response body, NUL-terminated */
+	size_t		 body_len;
+	unsigned	 attempts;	/* how many times it was sent */
+	const char	*request_id;	/* X-Request-Id sent (the server's if it sent one) */
+};
+
+typedef void	http_done_cb(struct http_req *req, const struct http_result *res,
+		    void *data);
+
+struct http	*http_new(const struct http_config *cfg);
+/*
+ * Cancel every request (each callback gets -ECANCELED), release libcurl
+ * and start closing the libuv handles.  Memory is freed by the close
+ * callbacks: run the loop afterwards until it has no more handles.
+ */
+void		 http_close(struct http *h);
+
+/* A new request; nothing is sent until http_req_start(). */
+struct http_req	*http_req_new(struct http *h, const char *method, const char *url);
+/* Add a header.  Secret headers have their value masked in every log. */
+void		 http_req_header(struct http_req *r, const char *name, const char *value);
+void		 http_req_secret_header(struct http_req *r, const char *name,
+		    const char *value);
+/* The body: copied into the request, sent identically on every attempt. */
+void		 http_req_body(struct http_req *r, const char *content_type,
+		    const void *data, size_t len);
+/*
+ * A streamed body read from fd (which the request does not own) at offsets
+ * 0 .. len-1 with pread, so every attempt starts from the first byte.
+ */
+void		 http_req_body_fd(struct http_req *r, const char *content_type,
+		    int fd, off_t len);
+void		 http_req_tls(struct http_req *r, const struct http_tls *tls);
+void		 http_req_flags(struct http_req *r, int flags);
+/* Deadline for the whole request, retries included (default 60 min). */
+void		 http_req_deadline(struct http_req *r, uint64_t timeout_ms);
+/* Time one attempt may take (default 10 min; long polls hold ~50 s). */
+void		 http_req_attempt_timeout(struct http_req *r, uint64_t timeout_ms);
+/* Attempts in all (default 5, as gitlab-runner). */
+void		 http_req_max_attempts(struct http_req *r, unsigned n);
+/* Largest response body accepted (default 1 MiB); more fails with -EMSGSIZE. */
+void		 http_req_response_cap(struct http_req *r, size_t max);
+
+int		 http_req_start(struct http_req *r, http_done_cb *cb, void *data);
+/* The callback gets error -ECANCELED (at once, from inside this call). */
+void		 http_req_cancel(struct http_req *r);
+/* Free a request that is not running (never started, or its callback ran). */
+void		 http_req_free(struct http_req *r);
+
+/* A response header of the last attempt (case-insensitive), or NULL. */
+const char	*http_req_response_header(const struct http_req *r, const char *name);
+const char	*http_req_method(const struct http_req *r);
+const char	*http_req_url(const struct http_req *r);
+
+/* How many requests are active or waiting to retry (for shutdown and tests). */
+unsigned	 http_active(const struct http *h);
+
+#endif

@@ -1,0 +1,25 @@
+/*
+ * What this runner tells GitLab about itself (the "info" object of
+ * register, verify, job requests and updates): product, version,
+ * platform, executor, shell, features and labels.
+ */
+#ifndef RUNNER_INFO_H
+#define RUNNER_INFO_H
+
+#include "api/api.h"
+#include "runner/config.h"
+
+struct runner_info {
+	struct api_info		 info;
+	struct api_label	*labels;	/* owned array; strings borrowed from the config */
+};
+
+/*
+ * Fill in the info for one entry (rc may be NULL for register).  Strings
+ * are borrowed from cfg and rc, which must outlive ri.
+ */
+void	runner_info_init(struct runner_info *ri, const struct config *cfg,
+	    const struct runner_config *rc);
+void	runner_info_release(struct runner_info *ri);
+
+#endif

@@ -254,12 +254,17 @@ cert_file(const struct api *a, const char *host, const char *suffix)
 	return NULL;
 }
 
-/* TLS files of the entry, else the ones in <config dir>/certs/ named for the host. */
-static void
+/*
+ * TLS files of the entry, else the ones in <config dir>/certs/ named for
+ * the host.  A file that is named but cannot be read is an error here: the
+ * alternative, trusting only the system's CAs, fails later with a message
+ * about certificates that hides the real cause.
+ */
+static char *
 apply_tls(struct api *a, struct http_req *req, const struct api_creds *c)
 {
 	char *host = url_host(c->url);
-	char *ca = NULL, *cert = NULL, *key = NULL;
+	char *ca = NULL, *cert = NULL, *key = NULL, *problem = NULL;
 	struct http_tls tls;
 
 	if (c->tls_ca_file == NULL || *c->tls_ca_file == '\0')
@@ -272,10 +277,21 @@ apply_tls(struct api *a, struct http_req *req, const struct api_creds *c)
 	tls.cert_file = cert != NULL ? cert : c->tls_cert_file;
 	tls.key_file = key != NULL ? key : c->tls_key_file;
 	http_req_tls(req, &tls);
+	{
+		const char *names[] = { "tls-ca-file", "tls-cert-file", "tls-key-file" };
+		const char *files[] = { tls.ca_file, tls.cert_file, tls.key_file };
+		size_t i;
+
+		for (i = 0; i < 3 && problem == NULL; i++)
+			if (files[i] != NULL && *files[i] != '\0' && access(files[i], R_OK) != 0)
+				problem = xasprintf("cannot read %s %s: %s", names[i], files[i],
+				    strerror(errno));
+	}
 	free(ca);
 	free(cert);
 	free(key);
 	free(host);
+	return problem;
 }
 
 static struct client_state *
@@ -377,7 +393,10 @@ answer_message(const struct http_result *res)
 		return xstrdup(res->error_text != NULL && *res->error_text ?
 		    res->error_text : "no answer");
 	flat = json_error_message(res->body, res->body_len);
-	if (flat != NULL)
+	/* GitLab's messages often are "403 Forbidden" already: say it once. */
+	if (flat != NULL && strtol(flat, NULL, 10) == res->status)
+		msg = xstrdup(flat);
+	else if (flat != NULL)
 		msg = xasprintf("%ld %s (%s)", res->status, reason_phrase(res->status), flat);
 	else
 		msg = xasprintf("%ld %s", res->status, reason_phrase(res->status));
@@ -431,7 +450,14 @@ call_prepare(struct api *a, enum call_kind kind, const struct api_creds *creds,
 	call->req = http_req_new(a->http, method, url);
 	free(url);
 	free(base);
-	apply_tls(a, call->req, creds);
+	if ((cause = apply_tls(a, call->req, creds)) != NULL) {
+		http_req_free(call->req);
+		call->req = NULL;
+		call->early = true;
+		call->early_result = API_CLIENT_ERROR;
+		call->early_message = cause;
+		return call;
+	}
 	http_req_deadline(call->req, CALL_DEADLINE_MS);
 	http_req_attempt_timeout(call->req, CALL_ATTEMPT_MS);
 	return call;

@@ -122,9 +122,14 @@ struct http {
 	bool		 closing;
 	bool		 closed;	/* libcurl released, handles closing */
 	unsigned	 open_handles;	/* libuv handles not yet closed */
-	/* The system CA bundle plus one ca_file, written once per ca_file. */
-	char		*bundle_for;	/* the ca_file the bundle was made for */
-	char		*bundle_path;
+	struct ca_bundle *bundles;	/* system CAs + one ca_file each, made once */
+};
+
+/* The system CA bundle with one extra CA file appended, in a private file. */
+struct ca_bundle {
+	struct ca_bundle	*next;
+	char			*ca_file;	/* what was added */
+	char			*path;		/* the combined file */
 };
 
 static void	drain(struct http *);
@@ -270,12 +275,17 @@ http_new(const struct http_config *cfg)
 static void
 maybe_free_http(struct http *h)
 {
+	struct ca_bundle *b;
+
 	if (!h->closed || h->open_handles > 0)
 		return;
-	if (h->bundle_path != NULL)
-		unlink(h->bundle_path);
-	free(h->bundle_path);
-	free(h->bundle_for);
+	while ((b = h->bundles) != NULL) {
+		h->bundles = b->next;
+		unlink(b->path);
+		free(b->path);
+		free(b->ca_file);
+		free(b);
+	}
 	free(h->user_agent);
 	free(h);
 }
@@ -558,12 +568,12 @@ ca_bundle(struct http *h, const char *ca_file)
 	const char *system = vi->cainfo != NULL ? vi->cainfo :
 	    "/etc/ssl/certs/ca-certificates.crt";
 	char path[] = "/tmp/runner-ca-XXXXXX";
+	struct ca_bundle *b;
 	int fd;
 
-	if (h->bundle_for != NULL && strcmp(h->bundle_for, ca_file) == 0)
-		return h->bundle_path;
-	if (access(ca_file, R_OK) != 0)
-		return NULL;
+	for (b = h->bundles; b != NULL; b = b->next)
+		if (strcmp(b->ca_file, ca_file) == 0)
+			return b->path;
 	if ((fd = mkstemp(path)) == -1)
 		return ca_file;	/* still trust the given CA, if only it */
 	if (access(system, R_OK) == 0)
@@ -571,16 +581,15 @@ ca_bundle(struct http *h, const char *ca_file)
 	if (write(fd, "\n", 1) != 1 || copy_file_into(fd, ca_file) != 0) {
 		close(fd);
 		unlink(path);
-		return NULL;
+		return ca_file;
 	}
 	close(fd);
-	if (h->bundle_path != NULL)
-		unlink(h->bundle_path);
-	free(h->bundle_path);
-	free(h->bundle_for);
-	h->bundle_path = xstrdup(path);
-	h->bundle_for = xstrdup(ca_file);
-	return h->bundle_path;
+	b = xcalloc(1, sizeof(*b));
+	b->ca_file = xstrdup(ca_file);
+	b->path = xstrdup(path);
+	b->next = h->bundles;
+	h->bundles = b;
+	return b->path;
 }
 
 /* ---- attempts ---- */

@@ -19,6 +19,8 @@ libclang-rt-14-dev
 python3
 python3-pytest
 git
+valgrind
+nginx-light
 "
 
 missing=""

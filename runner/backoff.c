@@ -1,7 +1,10 @@
 /*
  * Exponential backoff with equal jitter.  The arithmetic is kept pure (the
  * caller supplies the random number) so tests can pin both ends of the
- * jitter range.
+ * jitter range.  The first wait is jittered too: with a fixed first wait,
+ * clients that a rate limiter turned away together come back together,
+ * and the one that got through keeps getting through (seen with nginx's
+ * limit_req in the transport tests).
  */
 #include <limits.h>
 #include <stdint.h>
@@ -35,8 +38,6 @@ backoff_delay(uint64_t min_ms, uint64_t max_ms, unsigned attempt, uint32_t rnd)
 	half = base / 2;
 	/* base - half + 1 cannot be zero: base - half <= UINT64_MAX / 2 + 1. */
 	d = half + (uint64_t)rnd % (base - half + 1);
-	if (d < min_ms)
-		d = min_ms;
 	if (d > max_ms)
 		d = max_ms;
 	return d;

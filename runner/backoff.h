@@ -3,9 +3,10 @@
  * the random number, so tests need neither a clock nor a seed.
  *
  * The delay for attempt n (0-based) is base = min * 2^n, capped at max;
- * the returned value is drawn from [base / 2, base] ("equal jitter"), and
- * never less than min.  Half of the base is kept so that a crowd of clients
- * still spreads out without any of them retrying almost at once.
+ * the returned value is drawn from [base / 2, base] ("equal jitter"), the
+ * first one included (min 100 ms gives a first wait of 50 .. 100 ms).
+ * Half of the base is kept so that a crowd of clients spreads out without
+ * any of them retrying almost at once.
  */
 #ifndef RUNNER_BACKOFF_H
 #define RUNNER_BACKOFF_H

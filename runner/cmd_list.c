@@ -32,7 +32,8 @@ cmd_list(int argc, char **argv)
 
 	opterr = 0;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "+:c:h", longopts, NULL)) != -1) {
+	while ((ch = cmd_getopt(argc, argv, "+:c:h", longopts, "list",
+	    usage)) != -1) {
 		switch (ch) {
 		case 'c':
 			config_flag = optarg;
@@ -44,17 +45,12 @@ cmd_list(int argc, char **argv)
 			    "                      ~/.gitlab-runner/config.toml otherwise)\n",
 			    usage);
 			return 0;
-		case ':':
-			return cmd_usage_error(usage, "list: %s needs a value",
-			    argv[optind - 1]);
 		default:
-			return cmd_usage_error(usage, "list: unknown flag '%s'",
-			    argv[optind - 1]);
+			return 2;
 		}
 	}
-	if (optind < argc)
-		return cmd_usage_error(usage, "list: unexpected argument '%s'",
-		    argv[optind]);
+	if (cmd_no_arguments(argc, argv, "list", usage) != 0)
+		return 2;
 
 	path = cmd_config_path(config_flag);
 	if (config_load(&cfg, path, 0, &cause) != 0) {

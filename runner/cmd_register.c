@@ -226,7 +226,7 @@ parse_options(struct reg_opts *o, int argc, char **argv)
 	o->locked = true;	/* gitlab-runner's defaults */
 	opterr = 0;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	while ((ch = cmd_getopt(argc, argv, shortopts, longopts, "register", usage)) != -1) {
 		if (ch == 'h') {
 			printf("usage: %s\n\nRegister a runner with GitLab and save it in "
 			    "config.toml.\nFlags are gitlab-runner's; each also reads the "
@@ -236,12 +236,8 @@ parse_options(struct reg_opts *o, int argc, char **argv)
 				    options[i].env ? "$" : "", options[i].env ? options[i].env : "");
 			return 1;
 		}
-		if (ch == ':')
-			return cmd_usage_error(usage, "register: %s needs a value",
-			    argv[optind - 1]), -1;
-		if (ch == '?')
-			return cmd_usage_error(usage, "register: unknown flag '%s'",
-			    argv[optind - 1]), -1;
+		if (ch == CMD_BAD_FLAG)
+			return -1;
 		if (ch >= 256)
 			idx = ch - 256;
 		else {
@@ -254,9 +250,8 @@ parse_options(struct reg_opts *o, int argc, char **argv)
 		    options[idx].kind == O_BOOL ? "true" : "", flag) != 0)
 			return -1;
 	}
-	if (optind < argc)
-		return cmd_usage_error(usage, "register: unexpected argument '%s'",
-		    argv[optind]), -1;
+	if (cmd_no_arguments(argc, argv, "register", usage) != 0)
+		return -1;
 
 	/* The environment fills what the command line did not give. */
 	for (i = 0; i < NOPTIONS; i++) {

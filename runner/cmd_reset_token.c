@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api/api.h"
 #include "runner/clock.h"
@@ -73,14 +74,15 @@ cmd_reset_token(int argc, char **argv)
 	struct reset_one *rs;
 	struct api_creds creds;
 	const char *config_flag = NULL, *pat = NULL;
-	char *path, *cause = NULL, *end, *label;
+	char *path, *cause = NULL, *end, *label, *dir;
 	bool *chosen;
 	size_t i, changed = 0;
 	int ch, n, rc = 0;
 
 	opterr = 0;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "+:c:n:u:i:h", longopts, NULL)) != -1) {
+	while ((ch = cmd_getopt(argc, argv, "+:c:n:u:i:h", longopts, "reset-token",
+	    usage)) != -1) {
 		switch (ch) {
 		case 'c': config_flag = optarg; break;
 		case 'n': sel.name = optarg; break;
@@ -99,17 +101,12 @@ cmd_reset_token(int argc, char **argv)
 			    "new ones in config.toml.\n  --pat TOKEN  use a personal access "
 			    "token instead of the runner's current token\n", usage);
 			return 0;
-		case ':':
-			return cmd_usage_error(usage, "reset-token: %s needs a value",
-			    argv[optind - 1]);
 		default:
-			return cmd_usage_error(usage, "reset-token: unknown flag '%s'",
-			    argv[optind - 1]);
+			return 2;
 		}
 	}
-	if (optind < argc)
-		return cmd_usage_error(usage, "reset-token: unexpected argument '%s'",
-		    argv[optind]);
+	if (cmd_no_arguments(argc, argv, "reset-token", usage) != 0)
+		return 2;
 	if (!sel.all && (sel.name == NULL || !*sel.name) &&
 	    (sel.url == NULL || !*sel.url || sel.id == 0))
 		return cmd_usage_error(usage, "reset-token: say which runner: --name, "
@@ -132,6 +129,20 @@ cmd_reset_token(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
+	/*
+	 * GitLab forgets the old token as it hands out the new one: if the new
+	 * one cannot be saved, the runner is left with no working token.  So
+	 * refuse before asking when the file cannot be replaced.
+	 */
+	dir = config_dir(&cfg);
+	if (access(dir, W_OK) != 0) {
+		log_error("%s: cannot save a new token there (%s): nothing was reset", path,
+		    strerror(errno));
+		free(dir);
+		rc = 1;
+		goto out;
+	}
+	free(dir);
 	cmd_session_open(&s, &cfg);
 	for (i = 0; i < cfg.n_runners; i++) {
 		struct runner_config *r = &cfg.runners[i];

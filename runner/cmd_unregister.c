@@ -20,7 +20,7 @@
 #include "runner/xmalloc.h"
 
 static const char usage[] =
-    "runner unregister [-c FILE] (-n NAME | -u URL -t TOKEN | --all-runners)";
+    "runner unregister [-c FILE] (-n NAME | [-u URL] -t TOKEN | --all-runners)";
 
 struct unreg_one {
 	struct cmd_session	*session;
@@ -80,7 +80,8 @@ cmd_unregister(int argc, char **argv)
 
 	opterr = 0;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "+:c:n:u:t:h", longopts, NULL)) != -1) {
+	while ((ch = cmd_getopt(argc, argv, "+:c:n:u:t:h", longopts, "unregister",
+	    usage)) != -1) {
 		switch (ch) {
 		case 'c': config_flag = optarg; break;
 		case 'n': sel.name = optarg; break;
@@ -91,21 +92,17 @@ cmd_unregister(int argc, char **argv)
 			printf("usage: %s\n\nUnregister runners from GitLab and remove them "
 			    "from config.toml.\n", usage);
 			return 0;
-		case ':':
-			return cmd_usage_error(usage, "unregister: %s needs a value",
-			    argv[optind - 1]);
 		default:
-			return cmd_usage_error(usage, "unregister: unknown flag '%s'",
-			    argv[optind - 1]);
+			return 2;
 		}
 	}
-	if (optind < argc)
-		return cmd_usage_error(usage, "unregister: unexpected argument '%s'",
-		    argv[optind]);
+	if (cmd_no_arguments(argc, argv, "unregister", usage) != 0)
+		return 2;
+	/* As gitlab-runner: --name, --token (with or without --url), or all. */
 	if (!sel.all && (sel.name == NULL || !*sel.name) &&
-	    (sel.url == NULL || !*sel.url || sel.token == NULL || !*sel.token))
+	    (sel.token == NULL || !*sel.token))
 		return cmd_usage_error(usage, "unregister: say which runner: --name, "
-		    "--url with --token, or --all-runners");
+		    "--token (and --url), or --all-runners");
 	if (sel.token != NULL)
 		log_secret_add(sel.token);
 
@@ -123,13 +120,33 @@ cmd_unregister(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
+	/* --name with --token: the entry must have both (RunnerByNameAndToken). */
+	if (!sel.all && sel.name != NULL && *sel.name && sel.token != NULL && *sel.token)
+		for (i = 0; i < cfg.n_runners; i++)
+			if (chosen[i] && strcmp(cfg.runners[i].token, sel.token) != 0) {
+				chosen[i] = false;
+				n--;
+			}
+	if (n == 0 && !sel.all && ((sel.name != NULL && *sel.name) ||
+	    sel.url == NULL || !*sel.url)) {
+		char tok[LOG_TOKEN_SIZE];
+
+		if (sel.name != NULL && *sel.name)
+			log_error("no runner named \"%s\" with the token %s in %s", sel.name,
+			    log_token(sel.token, tok), path);
+		else
+			log_error("no runner with the token %s in %s (give --url too to "
+			    "unregister it from GitLab anyway)", log_token(sel.token, tok), path);
+		rc = 1;
+		goto out;
+	}
 	if (sel.all)
 		log_warnx("Unregistering all runners");
 	dir = config_dir(&cfg);
 	system_id = system_id_load(dir);
 	free(dir);
 	cmd_session_open(&s, &cfg);
-	if (n == 0 && sel.url != NULL && sel.token != NULL) {
+	if (n == 0 && !sel.all && sel.url != NULL && *sel.url && sel.token != NULL) {
 		/* Not in the config: still unregister what the flags name. */
 		memset(&creds, 0, sizeof(creds));
 		creds.url = sel.url;

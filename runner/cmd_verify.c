@@ -85,7 +85,8 @@ cmd_verify(int argc, char **argv)
 
 	opterr = 0;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "+:c:n:u:t:h", longopts, NULL)) != -1) {
+	while ((ch = cmd_getopt(argc, argv, "+:c:n:u:t:h", longopts, "verify",
+	    usage)) != -1) {
 		switch (ch) {
 		case 'c': config_flag = optarg; break;
 		case 'n': sel.name = optarg; break;
@@ -96,14 +97,12 @@ cmd_verify(int argc, char **argv)
 			printf("usage: %s\n\nCheck every runner's token with GitLab.\n"
 			    "  --delete   remove the runners GitLab no longer knows\n", usage);
 			return 0;
-		case ':':
-			return cmd_usage_error(usage, "verify: %s needs a value", argv[optind - 1]);
 		default:
-			return cmd_usage_error(usage, "verify: unknown flag '%s'", argv[optind - 1]);
+			return 2;
 		}
 	}
-	if (optind < argc)
-		return cmd_usage_error(usage, "verify: unexpected argument '%s'", argv[optind]);
+	if (cmd_no_arguments(argc, argv, "verify", usage) != 0)
+		return 2;
 
 	path = cmd_config_path(config_flag);
 	if (config_load(&cfg, path, 0, &cause) != 0) {

@@ -29,6 +29,19 @@ int	cmd_reset_token(int argc, char **argv);
 int	cmd_usage_error(const char *usage, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
 
+/*
+ * getopt_long() for a command (call with optind = 1 and opterr = 0 first),
+ * with every command's flag errors reported the same way: returns the
+ * option, -1 after the last, or CMD_BAD_FLAG once a usage error (unknown
+ * flag, missing value) was printed: return 2 then.
+ */
+#define CMD_BAD_FLAG	(-2)
+struct option;
+int	cmd_getopt(int argc, char **argv, const char *shortopts,
+	    const struct option *longopts, const char *cmd, const char *usage);
+/* After the options: 0, or 2 after a usage error if arguments are left. */
+int	cmd_no_arguments(int argc, char **argv, const char *cmd, const char *usage);
+
 /* The config path: the -c/--config value if given, else the default. */
 char	*cmd_config_path(const char *flag_value);
 

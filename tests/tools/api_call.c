@@ -7,7 +7,11 @@
  *   api_call [--ca F] [--cert F --key F] URL TOKEN update JOB_ID STATE [REASON]
  *   api_call ... URL TOKEN patch JOB_ID START TEXT
  *   api_call ... URL TOKEN request
- *   api_call ... URL TOKEN verify
+ *   api_call ... URL TOKEN verify [N]      (N in a row on one client)
+ *
+ * Options: --ca/--cert/--key FILE (TLS), --config-dir DIR (certs/ lookup),
+ * --max-age MS (connection_max_age), --pause MS (between repeated verifies).
+ *   api_call ... URL TOKEN discovery N     (N calls in a row, one line each)
  *   api_call ... URL TOKEN_PREFIX poll RUNNERS SECONDS
  *
  * poll is a crowd: RUNNERS runners (tokens TOKEN_PREFIX0, 1, ...) each ask
@@ -29,13 +33,29 @@
 static struct api *api;
 static int pending;
 
+/* s as the inside of a JSON string. */
+static void
+print_escaped(const char *s)
+{
+	for (; s != NULL && *s != '\0'; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", (unsigned char)*s);
+		else
+			putchar(*s);
+	}
+}
+
 static void
 print_answer(const char *what, const char *result, const struct api_answer *a,
     const char *extra)
 {
 	printf("{\"call\": \"%s\", \"result\": \"%s\", \"status\": %ld, "
-	    "\"request_id\": \"%s\"%s}\n", what, result, a->status,
-	    a->request_id != NULL ? a->request_id : "", extra != NULL ? extra : "");
+	    "\"request_id\": \"%s\", \"message\": \"", what, result, a->status,
+	    a->request_id != NULL ? a->request_id : "");
+	print_escaped(a->message);
+	printf("\"%s}\n", extra != NULL ? extra : "");
 	fflush(stdout);
 }
 
@@ -100,6 +120,22 @@ on_request(enum api_request_result r, const struct api_answer *a, struct api_job
 	pending--;
 }
 
+static void	on_verify(enum api_result, const struct api_answer *,
+		    struct api_runner_token *, void *);
+
+static int verifies_left;
+static struct api_creds *verify_creds;
+static struct api_info *verify_info;
+static uint64_t verify_pause_ms;
+static uv_timer_t verify_timer;
+
+static void
+on_verify_pause(uv_timer_t *t)
+{
+	(void)t;
+	api_verify(api, verify_creds, verify_info, "s_000000000000", on_verify, NULL);
+}
+
 static void
 on_verify(enum api_result r, const struct api_answer *a, struct api_runner_token *t,
     void *data)
@@ -110,7 +146,29 @@ on_verify(enum api_result r, const struct api_answer *a, struct api_runner_token
 	if (t != NULL)
 		snprintf(extra, sizeof(extra), ", \"id\": %" PRId64, t->id);
 	print_answer("verify", api_result_name(r), a, extra);
-	pending--;
+	if (--verifies_left > 0)
+		uv_timer_start(&verify_timer, on_verify_pause, verify_pause_ms, 0);
+	else {
+		uv_close((uv_handle_t *)&verify_timer, NULL);
+		pending--;
+	}
+}
+
+static int discoveries_left;
+static struct api_creds *discovery_creds;
+
+static void
+on_discovery(enum api_result r, const struct api_answer *a, const char *url, void *data)
+{
+	char extra[512];
+
+	(void)data;
+	snprintf(extra, sizeof(extra), ", \"server_url\": \"%s\"", url != NULL ? url : "");
+	print_answer("discovery", api_result_name(r), a, extra);
+	if (--discoveries_left > 0)
+		api_discovery(api, discovery_creds, on_discovery, NULL);
+	else
+		pending--;
 }
 
 /* ---- poll: a crowd of runners asking for jobs ---- */
@@ -120,11 +178,20 @@ struct poller {
 	char			*token;
 	uint64_t		 until;
 	unsigned		 counts[7];
+	uv_timer_t		 pause;		/* between polls, as check_interval */
 };
+
+#define POLL_PAUSE_MS	250
 
 static struct api_info poll_info = { .name = "runner", .version = "test" };
 
 static void	poll_next(struct poller *);
+
+static void
+on_pause_over(uv_timer_t *t)
+{
+	poll_next(t->data);
+}
 
 static void
 on_polled(enum api_request_result r, const struct api_answer *a, struct api_job *job,
@@ -136,9 +203,11 @@ on_polled(enum api_request_result r, const struct api_answer *a, struct api_job 
 	api_job_free(job);
 	p->counts[r]++;
 	if (clock_mono_ms() < p->until && r != API_JOB_CANCELED)
-		poll_next(p);
-	else
+		uv_timer_start(&p->pause, on_pause_over, POLL_PAUSE_MS, 0);
+	else {
+		uv_close((uv_handle_t *)&p->pause, NULL);
 		pending--;
+	}
 }
 
 static void
@@ -201,6 +270,10 @@ main(int argc, char **argv)
 			creds.tls_key_file = argv[i + 1];
 		else if (strcmp(argv[i], "--config-dir") == 0)
 			ac.config_dir = argv[i + 1];
+		else if (strcmp(argv[i], "--max-age") == 0)
+			ac.connection_max_age_ms = strtoull(argv[i + 1], NULL, 10);
+		else if (strcmp(argv[i], "--pause") == 0)
+			verify_pause_ms = strtoull(argv[i + 1], NULL, 10);
 		i += 2;
 	}
 	if (argc - i < 3) {
@@ -232,8 +305,18 @@ main(int argc, char **argv)
 		    strlen(argv[2]), false, on_patch, NULL);
 	} else if (strcmp(op, "request") == 0)
 		api_request_job(api, &creds, &info, "s_000000000000", on_request, NULL);
-	else if (strcmp(op, "verify") == 0)
+	else if (strcmp(op, "verify") == 0) {
+		verifies_left = argc >= 1 ? atoi(argv[0]) : 1;
+		verify_creds = &creds;
+		verify_info = &info;
+		uv_timer_init(&loop, &verify_timer);
 		api_verify(api, &creds, &info, "s_000000000000", on_verify, NULL);
+	}
+	else if (strcmp(op, "discovery") == 0 && argc >= 1) {
+		discoveries_left = atoi(argv[0]);
+		discovery_creds = &creds;
+		api_discovery(api, &creds, on_discovery, NULL);
+	}
 	else if (strcmp(op, "poll") == 0 && argc >= 2) {
 		n = atoi(argv[0]);
 		pending = n;
@@ -246,11 +329,14 @@ main(int argc, char **argv)
 			pollers[k].token = xasprintf("%s%d", creds.token, k);
 			pollers[k].creds.token = pollers[k].token;
 			pollers[k].until = clock_mono_ms() + (uint64_t)atoi(argv[1]) * 1000;
+			uv_timer_init(&loop, &pollers[k].pause);
+			pollers[k].pause.data = &pollers[k];
 			poll_next(&pollers[k]);
 		}
 		while (pending > 0)
 			uv_run(&loop, UV_RUN_ONCE);
 		uv_close((uv_handle_t *)&sample, NULL);
+		uv_run(&loop, UV_RUN_NOWAIT);
 		for (k = 0; k < n; k++) {
 			printf("{\"poller\": %d, \"received\": %u, \"none\": %u, \"forbidden\": %u, "
 			    "\"unavailable\": %u, \"failed\": %u}\n", k, pollers[k].counts[0],

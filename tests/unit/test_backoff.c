@@ -15,12 +15,13 @@
 #include "runner/backoff.h"
 #include "runner/clock.h"
 
-/* The delay must lie in [max(min, base / 2), base]. */
+/* The delay must lie in [base / 2, base]. */
 static void
 check_delay(uint64_t d, uint64_t min, uint64_t base)
 {
-	uint64_t	lo = base / 2 < min ? min : base / 2;
+	uint64_t	lo = base / 2;
 
+	(void)min;
 	if (d < lo || d > base)
 		fail_msg("delay %llu outside [%llu, %llu]",
 		    (unsigned long long)d, (unsigned long long)lo,
@@ -31,11 +32,12 @@ static void
 test_first_delay(void **state)
 {
 	(void)state;
-	/* [min / 2, min] clamped to min: the first retry waits min. */
-	assert_int_equal(backoff_delay(1000, 60000, 0, 0), 1000);
-	assert_int_equal(backoff_delay(1000, 60000, 0, 1), 1000);
+	/* [min / 2, min]: the first retry is jittered too. */
+	assert_int_equal(backoff_delay(1000, 60000, 0, 0), 500);
+	assert_int_equal(backoff_delay(1000, 60000, 0, 1), 501);
 	assert_int_equal(backoff_delay(1000, 60000, 0, 500), 1000);
-	assert_int_equal(backoff_delay(1000, 60000, 0, UINT32_MAX), 1000);
+	assert_int_equal(backoff_delay(1000, 60000, 0, 501), 500);
+	assert_int_equal(backoff_delay(1000, 60000, 0, UINT32_MAX), 506);
 }
 
 static void
@@ -104,7 +106,7 @@ test_huge_attempts(void **state)
 	assert_int_equal(backoff_delay(3, UINT64_MAX, UINT_MAX, 7),
 	    UINT64_MAX / 2 + 7);
 	assert_int_equal(backoff_delay(UINT64_MAX, UINT64_MAX, UINT_MAX, 7),
-	    UINT64_MAX);
+	    UINT64_MAX / 2 + 7);
 }
 
 static void
@@ -123,11 +125,12 @@ test_degenerate(void **state)
 		sum += backoff_delay(0, UINT64_MAX, UINT_MAX - i, (uint32_t)i);
 	assert_int_equal(sum, 0);
 	assert_true(clock_mono_ms() - t0 < 2000);
-	/* min == max: a fixed delay. */
-	assert_int_equal(backoff_delay(500, 500, 0, 0), 500);
-	assert_int_equal(backoff_delay(500, 500, 9, UINT32_MAX), 500);
-	/* max < min: never below min. */
-	assert_int_equal(backoff_delay(500, 100, 3, 0), 500);
+	/* min == max: about that delay, [max / 2, max]. */
+	assert_int_equal(backoff_delay(500, 500, 0, 0), 250);
+	assert_int_equal(backoff_delay(500, 500, 9, 250), 500);
+	/* max < min: taken as max == min. */
+	assert_int_equal(backoff_delay(500, 100, 3, 0), 250);
+	assert_int_equal(backoff_delay(500, 100, 3, 250), 500);
 }
 
 static void
@@ -151,8 +154,7 @@ test_jitter_bounds(void **state)
 				check_delay(backoff_delay(mins[i], max, n,
 				    rnds[j]), mins[i], base);
 			/* Both ends of the range are reachable. */
-			seen_lo = backoff_delay(mins[i], max, n, 0) ==
-			    (base / 2 < mins[i] ? mins[i] : base / 2);
+			seen_lo = backoff_delay(mins[i], max, n, 0) == base / 2;
 			seen_hi = backoff_delay(mins[i], max, n,
 			    (uint32_t)(base - base / 2)) == base;
 			assert_true(seen_lo);
@@ -170,7 +172,7 @@ test_struct(void **state)
 	(void)state;
 	backoff_init(&b, 100, 1000);
 	assert_int_equal(b.attempt, 0);
-	assert_int_equal(backoff_next(&b, 50), 100);	/* [50,100] -> min */
+	assert_int_equal(backoff_next(&b, 50), 100);	/* [50,100] */
 	assert_int_equal(b.attempt, 1);
 	assert_int_equal(backoff_next(&b, 100), 200);
 	assert_int_equal(backoff_next(&b, 0), 200);	/* base 400 */
@@ -179,7 +181,7 @@ test_struct(void **state)
 	assert_int_equal(b.attempt, 5);
 	backoff_reset(&b);
 	assert_int_equal(b.attempt, 0);
-	assert_int_equal(backoff_next(&b, 0), 100);
+	assert_int_equal(backoff_next(&b, 0), 50);
 	assert_int_equal(b.min_ms, 100);
 	assert_int_equal(b.max_ms, 1000);
 

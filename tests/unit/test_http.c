@@ -520,6 +520,35 @@ test_client_errors_are_not_retried(void **state)
 }
 
 static void
+test_opting_out_of_retries(void **state)
+{
+	static const struct reply script[] = { { 429, "Retry-After: 1\r\n", "", 0 },
+	    { 503, NULL, "", 0 }, { 200, NULL, "", 0 } };
+	struct env e;
+	struct result r1 = { 0 }, r2 = { 0 };
+	struct http_req *req;
+
+	(void)state;
+	env_open(&e, script, 3);
+	/* No retry of 429 (the answer is the caller's to act on)... */
+	req = http_req_new(e.http, "POST", e.url);
+	http_req_flags(req, HTTP_NO_RETRY_429);
+	assert_int_equal(http_req_start(req, on_done, &r1), 0);
+	wait_for(&e, &r1);
+	assert_int_equal(r1.status, 429);
+	assert_int_equal(r1.attempts, 1);
+	/* ... and no retry at all. */
+	req = http_req_new(e.http, "POST", e.url);
+	http_req_flags(req, HTTP_NO_RETRY);
+	assert_int_equal(http_req_start(req, on_done, &r2), 0);
+	wait_for(&e, &r2);
+	assert_int_equal(r2.status, 503);
+	assert_int_equal(r2.attempts, 1);
+	assert_int_equal(e.srv.n_seen, 2);
+	env_close(&e);
+}
+
+static void
 test_response_cap(void **state)
 {
 	static const struct reply script[] = { { 200, NULL,
@@ -658,6 +687,7 @@ main(void)
 		cmocka_unit_test(test_retry_after_is_honoured),
 		cmocka_unit_test(test_wait_past_deadline_returns_the_answer),
 		cmocka_unit_test(test_client_errors_are_not_retried),
+		cmocka_unit_test(test_opting_out_of_retries),
 		cmocka_unit_test(test_response_cap),
 		cmocka_unit_test(test_cancel_while_waiting),
 		cmocka_unit_test(test_close_cancels_everything_once),

@@ -250,6 +250,12 @@ def test_every_token_in_its_field(gitlab, runner_and_job):
     for q in reqs:
         assert "Private-Token" not in q.headers, q.target
         assert job.token not in q.target and r.token not in q.target
+    # runner <version> (<revision>; <os>/<arch>), with the names Go uses.
+    with open(os.path.join(ROOT, "VERSION")) as f:
+        version = f.read().strip()
+    ua = re.compile(re.escape(f"runner {version} (") + r"([0-9a-f]{8}|unknown); linux/[a-z0-9]+\)")
+    for q in reqs:
+        assert ua.fullmatch(q.headers["User-Agent"]), q.headers["User-Agent"]
     put, patch, request, verify = reqs
     assert put.headers["Job-Token"] == job.token == put.json()["token"]
     assert "Runner-Token" not in put.headers

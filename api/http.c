@@ -32,6 +32,7 @@
 #include "runner/buf.h"
 #include "runner/clock.h"
 #include "runner/log.h"
+#include "runner/metrics.h"
 #include "runner/rand.h"
 #include "runner/xmalloc.h"
 
@@ -269,6 +270,12 @@ http_new(const struct http_config *cfg)
 	uv_timer_init(h->loop, &h->retry_timer);
 	h->retry_timer.data = h;
 	h->open_handles = 2;
+	metrics_describe("runner_api_requests_total", "counter",
+	    "HTTP requests to GitLab, each attempt, by endpoint and status.");
+	metrics_describe("runner_api_retry_waits_total", "counter",
+	    "Waits before sending a request again, by what decided the wait.");
+	metrics_describe("runner_api_retry_wait_seconds_total", "counter",
+	    "Time spent waiting before sending requests again.");
 	return h;
 }
 
@@ -813,6 +820,53 @@ request_id_of(const struct http_req *r)
 	return id != NULL && *id != '\0' ? id : r->request_id;
 }
 
+/*
+ * The endpoint of a URL for metrics: the path below /api/v4 with numbers
+ * as {id}, no query: /jobs/{id}/trace.  Few distinct values, whatever the
+ * job ids.
+ */
+static void
+endpoint_label(const char *url, char *out, size_t size)
+{
+	const char *p = strstr(url, "://"), *q;
+	size_t n = 0;
+
+	p = p != NULL ? strchr(p + 3, '/') : NULL;
+	if (p == NULL)
+		p = "/";
+	if (strncmp(p, "/api/v4", 7) == 0)
+		p += 7;
+	while (*p != '\0' && *p != '?' && n + 5 < size) {
+		if (*p >= '0' && *p <= '9' && p[-1] == '/') {
+			for (q = p; *q >= '0' && *q <= '9'; q++)
+				;
+			if (*q == '/' || *q == '\0' || *q == '?') {
+				memcpy(out + n, "{id}", 4);
+				n += 4;
+				p = q;
+				continue;
+			}
+		}
+		out[n++] = *p++;
+	}
+	out[n] = '\0';
+}
+
+static void
+count_attempt(const struct http_req *r)
+{
+	char endpoint[96], labels[192], status[16];
+
+	endpoint_label(r->url, endpoint, sizeof(endpoint));
+	if (r->status != 0)
+		snprintf(status, sizeof(status), "%ld", r->status);
+	else
+		snprintf(status, sizeof(status), "%s", r->error == -ETIMEDOUT ? "timeout" : "error");
+	snprintf(labels, sizeof(labels), "method=\"%s\",endpoint=\"%s\",status=\"%s\"",
+	    r->method, endpoint, status);
+	metrics_counter_add("runner_api_requests_total", labels, 1);
+}
+
 /* Every answer that is not a success is logged once, with all we know. */
 static void
 log_failed_attempt(struct http_req *r)
@@ -999,6 +1053,7 @@ attempt_done(struct http_req *r, CURLcode rc)
 			    r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc), (int)rc);
 		}
 	}
+	count_attempt(r);
 	if (r->status < 200 || r->status > 299)
 		log_failed_attempt(r);
 
@@ -1030,6 +1085,14 @@ attempt_done(struct http_req *r, CURLcode rc)
 	    path, (unsigned long long)d.delay_ms, retry_wait_reason_name(d.reason),
 	    r->attempts + 1, r->max_attempts);
 	free(path);
+	{
+		char labels[64];
+
+		snprintf(labels, sizeof(labels), "reason=\"%s\"", retry_wait_reason_name(d.reason));
+		metrics_counter_add("runner_api_retry_waits_total", labels, 1);
+		metrics_counter_add("runner_api_retry_wait_seconds_total", labels,
+		    (double)d.delay_ms / 1000);
+	}
 	r->state = REQ_BACKOFF;
 	r->wake_at = clock_mono_ms() + d.delay_ms;
 	backoff_insert(r);

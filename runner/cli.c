@@ -16,6 +16,9 @@
 #include "runner/log.h"
 #include "runner/xmalloc.h"
 
+bool cmd_log_level_given;
+bool cmd_log_format_given;
+
 int
 cmd_usage_error(const char *usage, const char *fmt, ...)
 {

@@ -569,7 +569,7 @@ cmd_register(int argc, char **argv)
 	creds.tls_ca_file = o.tls_ca_file;
 	creds.tls_cert_file = o.tls_cert_file;
 	creds.tls_key_file = o.tls_key_file;
-	runner_info_init(&ri, &cfg, NULL);
+	runner_info_init(&ri, &cfg, NULL, false);
 	ri.info.executor = executor;
 	ri.info.shell = o.shell;
 

@@ -16,11 +16,29 @@
 #include "api/api.h"
 #include "runner/config.h"
 
+int	cmd_run(int argc, char **argv);
+int	cmd_run_single(int argc, char **argv);
 int	cmd_list(int argc, char **argv);
 int	cmd_register(int argc, char **argv);
 int	cmd_verify(int argc, char **argv);
 int	cmd_unregister(int argc, char **argv);
 int	cmd_reset_token(int argc, char **argv);
+
+/* Did the command line set the log level or format?  Then config.toml does not. */
+extern bool	cmd_log_level_given;
+extern bool	cmd_log_format_given;
+
+/* What `run` and `run-single` hand to the daemon. */
+struct run_options {
+	const char	*user;		/* --user */
+	const char	*state_dir;	/* --state-dir, or NULL: next to config.toml */
+	unsigned	 max_builds;	/* run-single --max-builds; 0: no limit */
+	const char	*listen_address; /* --listen-address, or NULL: the config's */
+	bool		 watch_config;	/* reload when config.toml changes */
+};
+
+/* The daemon, after the config was loaded (cmd_run.c); takes cfg. */
+int	cmd_run_daemon(struct run_options *o, struct config *cfg);
 
 /*
  * Shared by the commands: print "runner <cmd>: <message>" and the command's

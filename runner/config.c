@@ -839,14 +839,54 @@ read_file(const char *path, struct buf *out, int *err)
 	return n == 0 ? 0 : -1;
 }
 
+/* Read doc (taken over) into cfg: types, defaults, entries. */
+static int
+load_doc(struct config *cfg, struct loader *ld, char **cause)
+{
+	struct toml_value *runners;
+	enum log_level level;
+	enum log_format format;
+
+	cfg->session_timeout = 1800;
+	cfg->connection_max_age_ms = 15LL * 60 * 1000;
+	decode_table(ld, cfg->doc, global_specs, cfg, "");
+	if (ld->cause == NULL && (runners = toml_get(cfg->doc, "runners")) != NULL)
+		load_runners(ld, cfg, runners);
+	if (ld->cause != NULL)
+		goto fail;
+
+	fill_strings(global_specs, cfg);
+	if (*cfg->log_level && log_level_parse(cfg->log_level, &level) != 0) {
+		load_error(ld, toml_get(cfg->doc, "log_level"), "log_level \"%s\" is "
+		    "not one of debug, info, warn, error, fatal, panic", cfg->log_level);
+		goto fail;
+	}
+	if (*cfg->log_format && log_format_parse(cfg->log_format, &format) != 0) {
+		load_error(ld, toml_get(cfg->doc, "log_format"), "log_format \"%s\" "
+		    "is not one of runner, text, json", cfg->log_format);
+		goto fail;
+	}
+	if (cfg->check_interval <= 0)
+		cfg->check_interval = 3;
+	if (cfg->shutdown_timeout <= 0)
+		cfg->shutdown_timeout = 30;
+	if (cfg->connection_max_age_ms < 0)
+		cfg->connection_max_age_ms = 0;
+	if (cfg->session_timeout <= 0)
+		cfg->session_timeout = 1800;
+	return 0;
+
+fail:
+	config_release(cfg);
+	*cause = ld->cause;
+	return -1;
+}
+
 int
 config_load(struct config *cfg, const char *path, int flags, char **cause)
 {
 	struct loader ld = { .file = path, .flags = flags };
 	struct toml_error terr;
-	struct toml_value *runners;
-	enum log_level level;
-	enum log_format format;
 	struct buf data;
 	int err;
 
@@ -873,41 +913,25 @@ config_load(struct config *cfg, const char *path, int flags, char **cause)
 		}
 	}
 	buf_release(&data);
-
-	cfg->session_timeout = 1800;
-	cfg->connection_max_age_ms = 15LL * 60 * 1000;
-	decode_table(&ld, cfg->doc, global_specs, cfg, "");
-	if (ld.cause == NULL && (runners = toml_get(cfg->doc, "runners")) != NULL)
-		load_runners(&ld, cfg, runners);
-	if (ld.cause != NULL)
-		goto fail;
-
-	fill_strings(global_specs, cfg);
-	if (*cfg->log_level && log_level_parse(cfg->log_level, &level) != 0) {
-		load_error(&ld, toml_get(cfg->doc, "log_level"), "log_level \"%s\" is "
-		    "not one of debug, info, warn, error, fatal, panic", cfg->log_level);
-		goto fail;
-	}
-	if (*cfg->log_format && log_format_parse(cfg->log_format, &format) != 0) {
-		load_error(&ld, toml_get(cfg->doc, "log_format"), "log_format \"%s\" "
-		    "is not one of runner, text, json", cfg->log_format);
-		goto fail;
-	}
-	if (cfg->check_interval <= 0)
-		cfg->check_interval = 3;
-	if (cfg->shutdown_timeout <= 0)
-		cfg->shutdown_timeout = 30;
-	if (cfg->connection_max_age_ms < 0)
-		cfg->connection_max_age_ms = 0;
-	if (cfg->session_timeout <= 0)
-		cfg->session_timeout = 1800;
-	return 0;
+	return load_doc(cfg, &ld, cause);
 
 fail:
 	buf_release(&data);
 	config_release(cfg);
 	*cause = ld.cause;
 	return -1;
+}
+
+int
+config_load_doc(struct config *cfg, const char *name, struct toml_value *doc, int flags,
+    char **cause)
+{
+	struct loader ld = { .file = name, .flags = flags };
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->path = xstrdup(name);
+	cfg->doc = doc;
+	return load_doc(cfg, &ld, cause);
 }
 
 void

@@ -163,6 +163,13 @@ char	*config_default_path(void);
 int	 config_load(struct config *cfg, const char *path, int flags, char **cause);
 
 /*
+ * The same from a document built in memory (run-single builds one from its
+ * flags); doc is taken over, name stands for the file in messages.
+ */
+int	 config_load_doc(struct config *cfg, const char *name, struct toml_value *doc,
+	    int flags, char **cause);
+
+/*
  * Write cfg->doc back to cfg->path: a temporary file in the same
  * directory, mode 0600, fsync, rename.  On failure the old file is
  * untouched, -1 is returned and *cause says why.

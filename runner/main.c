@@ -9,10 +9,15 @@
  * runner/config.h (config.toml), runner/toml.h (the TOML parser), and the
  * leaf utilities (buf, log, xmalloc, clock, rand, backoff, duration).
  */
+#include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <linux/close_range.h>
+#include <sys/syscall.h>
 
 #include "runner/commands.h"
 #include "runner/log.h"
@@ -25,6 +30,8 @@ struct command {
 };
 
 static const struct command commands[] = {
+	{ "run", "Run the runners: ask GitLab for jobs, run them, report them", cmd_run },
+	{ "run-single", "Run one runner given by flags, for N jobs", cmd_run_single },
 	{ "register", "Register a runner with GitLab and save it in config.toml", cmd_register },
 	{ "verify", "Check each runner's token with GitLab", cmd_verify },
 	{ "unregister", "Unregister runners and remove them from config.toml", cmd_unregister },
@@ -66,6 +73,23 @@ print_version(void)
 	    version_number(), version_revision(), version_os(), version_arch());
 }
 
+/*
+ * Descriptors inherited from whoever started us must not reach the jobs'
+ * processes.  close_range() does it in one call where the kernel has
+ * CLOSE_RANGE_CLOEXEC (5.11); otherwise each open one is marked.
+ */
+static void
+cloexec_inherited(void)
+{
+	long max = sysconf(_SC_OPEN_MAX);
+	int fd;
+
+	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
+		return;
+	for (fd = 3; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
+		(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
 static int
 usage_error(const char *fmt, const char *arg)
 {
@@ -93,12 +117,25 @@ main(int argc, char **argv)
 	size_t i;
 	int ch;
 
+	/* As in gitlab-runner, the environment variables are the flags' defaults. */
+	/*
+	 * A stage that exits without reading all of its script makes our
+	 * write to its stdin fail: that is an error to handle, not a signal
+	 * that ends the daemon.
+	 */
+	signal(SIGPIPE, SIG_IGN);
+	cloexec_inherited();
+
 	if ((env = getenv("LOG_LEVEL")) != NULL && *env != '\0' &&
-	    log_level_parse(env, &level) == 0)
+	    log_level_parse(env, &level) == 0) {
 		log_set_level(level);
+		cmd_log_level_given = true;
+	}
 	if ((env = getenv("LOG_FORMAT")) != NULL && *env != '\0' &&
-	    log_format_parse(env, &format) == 0)
+	    log_format_parse(env, &format) == 0) {
 		log_set_format(format);
+		cmd_log_format_given = true;
+	}
 
 	/* '+': stop at the command name; its options are the command's. */
 	opterr = 0;
@@ -106,18 +143,21 @@ main(int argc, char **argv)
 		switch (ch) {
 		case 'd':
 			log_set_level(LOG_LEVEL_DEBUG);
+			cmd_log_level_given = true;
 			break;
 		case 'l':
 			if (log_level_parse(optarg, &level) != 0)
 				return usage_error("unknown log level '%s' (debug, info, "
 				    "warn, error, fatal, panic)", optarg);
 			log_set_level(level);
+			cmd_log_level_given = true;
 			break;
 		case 'f':
 			if (log_format_parse(optarg, &format) != 0)
 				return usage_error("unknown log format '%s' (runner, "
 				    "text, json)", optarg);
 			log_set_format(format);
+			cmd_log_format_given = true;
 			break;
 		case 'h':
 			print_help(stdout);

@@ -1,28 +1,121 @@
 #!/usr/bin/python3
-"""`make demo`.
+"""`make demo`: the main job end to end, on the bundled GitLab double.
 
-The end-to-end demo (a pipeline run by the daemon against the GitLab double)
-arrives with `runner run` (issue 4).  Until then this shows, for real, what
-the build can do today: its version and `runner list` on the example config.
+1. start the GitLab double on 127.0.0.1 (long polling on, as Workhorse does)
+   with a runner created GitLab-side and a pipeline of three jobs: one that
+   prints and uses a masked variable, one that fails, one that is canceled
+   while it runs;
+2. `runner register` binds to it and writes a fresh config.toml;
+3. `runner run` asks for the jobs, runs them in bash and reports them;
+4. once every job is final the daemon is drained (SIGQUIT) and each job's
+   log is printed as GitLab received it, with its final state.
+
+Exits non-zero if any job ended otherwise than expected, if a final report
+does not describe the log GitLab holds, or if the runner broke the protocol.
 """
 import os
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from gitlab_double import GitLabDouble, job_payload  # noqa: E402
+
 RUNNER = os.path.join(ROOT, "build", "runner")
+TOKEN = "glrt-t1_DemoRunnerToken00000"
+SECRET = "s3cr3t-demo-value-42"
 
 
-def show(args):
-    print("$ runner " + " ".join(args), flush=True)
-    return subprocess.run([RUNNER] + args, cwd=ROOT).returncode
+def say(text):
+    print(f"\033[1m==> {text}\033[0m", flush=True)
+
+
+def wait(predicate, timeout, what):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise SystemExit(f"demo: timed out waiting for {what}")
 
 
 def main():
-    rc = show(["--version"])
-    rc |= show(["list", "-c", "config.toml.example"])
-    print("\nThe job demo needs `runner run`, which is not built yet (issue 4).")
-    return rc
+    work = tempfile.mkdtemp(prefix="runner-demo.")
+    cfg = os.path.join(work, "config.toml")
+    gitlab = GitLabDouble(long_poll=5).start()
+    runner_gitlab = gitlab.add_runner(token=TOKEN, id=7001)
+    say(f"GitLab double on {gitlab.url}; work directory {work}")
+
+    say("runner register")
+    subprocess.run([RUNNER, "register", "--non-interactive", "-c", cfg, "--url", gitlab.url,
+                    "--token", TOKEN, "--executor", "shell", "--name", "demo-runner"],
+                   check=True)
+
+    jobs = [
+        gitlab.add_job(job_payload(
+            name="hello", id=1, variables={"GREETING": "hello from the pipeline",
+                                           "API_KEY": {"value": SECRET, "masked": True}},
+            script=["echo \"$GREETING\"", "echo \"the key is $API_KEY\"",
+                    "printf 'split: %s' \"${API_KEY%%-*}\"; printf '%s\\n' \"-${API_KEY#*-}\"",
+                    "uname -s"]), runner=runner_gitlab, id=9001),
+        gitlab.add_job(job_payload(
+            name="fails", id=2, script=["echo about to fail", "exit 3"],
+            after_script=["echo \"after_script sees CI_JOB_STATUS=$CI_JOB_STATUS\""]),
+            runner=runner_gitlab, id=9002),
+        gitlab.add_job(job_payload(
+            name="canceled", id=3, script=["echo waiting to be canceled", "sleep 60"],
+            after_script=["echo \"after_script sees CI_JOB_STATUS=$CI_JOB_STATUS\""]),
+            runner=runner_gitlab, id=9003),
+    ]
+
+    say("runner run")
+    env = dict(os.environ, RUNNER_TRACE_INTERVAL_MS="500", RUNNER_KEEPALIVE_MS="2000")
+    daemon = subprocess.Popen([RUNNER, "run", "-c", cfg, "-d", work], env=env)
+    try:
+        wait(lambda: "waiting to be canceled" in jobs[2].log_text, 60, "the third job to start")
+        say("canceling the third job in GitLab")
+        jobs[2].cancel()
+        wait(lambda: gitlab.jobs_final([j.id for j in jobs]), 60, "every job to finish")
+    finally:
+        daemon.send_signal(signal.SIGQUIT)
+        try:
+            rc = daemon.wait(30)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            rc = daemon.wait()
+        gitlab.stop()
+
+    problems = []
+    expected = {9001: ("success", None), 9002: ("failed", "script_failure"),
+                9003: ("canceled", None)}
+    for job in jobs:
+        r = job.report()
+        say(f"job {r['id']} ({r['name']}): {r['status']}"
+            + (f", {r['failure_reason']}" if r.get("failure_reason") else "")
+            + (f", exit code {r['exit_code']}" if r.get("exit_code") else "")
+            + f", {r['bytesize']} bytes, checksum {'ok' if r['checksum_ok'] else 'WRONG'}")
+        sys.stdout.write(r["log"])
+        want_status, want_reason = expected[job.id]
+        if r["status"] != want_status or (want_reason and r["failure_reason"] != want_reason):
+            problems.append(f"job {job.id} ended {r['status']}/{r['failure_reason']}")
+        if not r["checksum_ok"]:
+            problems.append(f"job {job.id}: {r['checksum_mismatch']}")
+        if SECRET in r["log"]:
+            problems.append(f"job {job.id}: the masked value reached GitLab")
+    problems += [f"protocol violation: {v}" for v in gitlab.violations]
+    if rc != 0:
+        problems.append(f"runner run exited {rc} after SIGQUIT")
+    if problems:
+        say("demo FAILED")
+        for p in problems:
+            print("  " + p)
+        return 1
+    say("demo done: every job ended as expected, and GitLab holds exactly what was reported")
+    return 0
 
 
 if __name__ == "__main__":

@@ -4,6 +4,15 @@ For `make demo` and for poking at the double by hand: it starts, writes
 its URL to the port file (atomically, so a poller never reads half a
 line), logs every request as one JSON line, and runs until SIGTERM or
 SIGINT.  Violations are printed to stderr as they happen.
+
+Pipelines (the demo): `--pipeline FILE.json` is a JSON list of job specs
+(job_payload() arguments plus "id", "runner" and the Job options, see
+GitLabDouble.add_job_spec), queued before the port file is written.
+`--summary FILE` gets, once every queued job has a final status (and
+again at SIGTERM/SIGINT), a JSON summary: {"complete", "jobs": [{id, name,
+status, failure_reason, exit_code, log, bytesize, checksum, checksum_ok,
+checksum_mismatch}], "violations", "errors"}.  `--exit-when-done` stops
+the double once that first summary is written.
 """
 import argparse
 import base64
@@ -39,7 +48,38 @@ def _parse_args(argv):
     ap.add_argument("--no-legacy-registration", action="store_true",
                     help="POST /runners answers 410")
     ap.add_argument("--requests-log", metavar="F.jsonl", help="append one JSON line per request")
+    ap.add_argument("--long-poll", type=float, default=0.0, metavar="SECONDS",
+                    help="hold job requests with a current last_update like Workhorse")
+    ap.add_argument("--pipeline", metavar="FILE.json", help="job specs to queue at start")
+    ap.add_argument("--summary", metavar="FILE.json",
+                    help="write the pipeline summary here when every job is final")
+    ap.add_argument("--exit-when-done", action="store_true",
+                    help="stop once every pipeline job is final (after the summary)")
     return ap.parse_args(argv)
+
+
+def load_pipeline(path):
+    """The job specs of a --pipeline file (a JSON list of objects)."""
+    with open(path, encoding="utf-8") as f:
+        specs = json.load(f)
+    if not isinstance(specs, list) or not all(isinstance(s, dict) for s in specs):
+        raise SystemExit(f"{path}: expected a JSON list of job spec objects")
+    return specs
+
+
+def pipeline_summary(d, ids):
+    """The summary document for the jobs of the pipeline (JSON-able)."""
+    return {"complete": d.jobs_final(ids), "jobs": [d.job(i).report() for i in ids],
+            "violations": d.violations, "errors": d.errors}
+
+
+def write_json(path, obj):
+    """Write atomically, so a poller never reads half a file."""
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
 
 
 def request_record(req):
@@ -59,7 +99,9 @@ def main(argv=None):
     tls = None
     if args.tls_dir:
         tls = certs.existing(args.tls_dir) or certs.generate(args.tls_dir)
-    d = GitLabDouble(tls=tls, require_client_cert=args.require_client_cert)
+    specs = load_pipeline(args.pipeline) if args.pipeline else []
+    d = GitLabDouble(tls=tls, require_client_cert=args.require_client_cert,
+                     long_poll=args.long_poll)
     for token, rid in args.runner:
         d.add_runner(token=token, id=rid)
     d.registration_tokens.update(args.registration_token)
@@ -83,16 +125,31 @@ def main(argv=None):
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     d.start()
+    try:
+        ids = [d.add_job_spec(spec).id for spec in specs]
+    except (TypeError, ValueError, KeyError) as e:
+        d.stop()
+        raise SystemExit(f"{args.pipeline}: bad job spec: {e}")
     tmp = args.port_file + ".tmp"
     with open(tmp, "w") as f:
         f.write(d.url + "\n")
     os.replace(tmp, args.port_file)
-    print(f"gitlab-double: listening on {d.url}", file=sys.stderr, flush=True)
+    print(f"gitlab-double: listening on {d.url}"
+          + (f", {len(ids)} jobs queued" if ids else ""), file=sys.stderr, flush=True)
+    done = False
     try:
-        while not stop.wait(0.5):
-            pass
+        while not stop.wait(0.1):
+            if ids and not done and d.jobs_final(ids):
+                done = True
+                if args.summary:
+                    write_json(args.summary, pipeline_summary(d, ids))
+                print("gitlab-double: every pipeline job is final", file=sys.stderr, flush=True)
+                if args.exit_when_done:
+                    break
     finally:
         d.stop()
+        if args.summary and ids:
+            write_json(args.summary, pipeline_summary(d, ids))
         if log is not None:
             log.close()
     return 0

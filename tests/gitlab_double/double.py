@@ -6,7 +6,7 @@ its rejections, (b) can be told to misbehave (429 storms, dropped
 connections, slow answers) and (c) notices when the *client* breaks the
 protocol (token in the wrong header, missing X-Request-Id, ...), so a test
 can assert there were no violations.  The wire facts come from
-../shared/docs/protocol.md (sections 1, 2, 3.1, 4.1-4.4, 13).
+../shared/docs/protocol.md (sections 1, 2, 3.1, 4.1-4.4, 5, 6.1-6.3, 13).
 
 Layout of this module, top to bottom:
 
@@ -17,9 +17,14 @@ Layout of this module, top to bottom:
 - the HTTP plumbing: _Handler (framing, writing, dropping) and _Server
   (threads, TLS handshake per connection, connection accounting).
 
+Jobs (PUT /jobs/:id, PATCH /jobs/:id/trace, job state helpers) live in
+jobs.py, job payloads in payloads.py, Workhorse's long polling of the job
+request in workhorse.py; GitLabDouble inherits the first and the last.
+
 Threading: one thread per connection (ThreadingHTTPServer).  Every record
 and every piece of state is guarded by one lock; endpoints run under it and
-never sleep, so they see a consistent state.  Delays happen outside it.
+never sleep, so they see a consistent state.  Delays happen outside it;
+long-poll holds wait on a Condition of that lock (which releases it).
 """
 import http.server
 import json
@@ -113,6 +118,8 @@ class Request:
     violations: list = field(default_factory=list)
     response_headers: Optional[Headers] = None
     response_body: Optional[bytes] = None
+    held: Optional[float] = None               # seconds Workhorse's long poll held it
+    hold_outcome: Optional[str] = None         # "holding", then "changed"/"timeout"/"stopped"
 
     @property
     def target(self):
@@ -315,20 +322,23 @@ def _random_alnum(n):
 # ---------------------------------------------------------------------------
 
 from .jobs import JobsMixin  # noqa: E402  (jobs.py uses the records above)
+from .workhorse import STOPPED, WorkhorseMixin  # noqa: E402
 
 
-class GitLabDouble(JobsMixin):
+class GitLabDouble(JobsMixin, WorkhorseMixin):
     """A strict fake GitLab (see the module docstring).
 
     State (mutate freely from the test thread between requests):
     registration_tokens (set), runners (id -> Runner), pats (PAT -> allowed
     bool; False means a valid PAT without the right to reset: 403),
     router_url, legacy_registration_disabled, token_expires_in (seconds of
-    validity for tokens the double issues; None = never expire).
+    validity for tokens the double issues; None = never expire), long_poll
+    (seconds Workhorse holds a job request whose last_update is current;
+    0 = no long polling, see workhorse.py), jobs (id -> Job, see jobs.py).
     """
 
     def __init__(self, tls=None, require_client_cert=False, host="127.0.0.1",
-                 idle_timeout=IDLE_TIMEOUT):
+                 idle_timeout=IDLE_TIMEOUT, long_poll=0):
         self.tls = tls
         self.require_client_cert = require_client_cert
         self.host = host
@@ -360,6 +370,7 @@ class GitLabDouble(JobsMixin):
         self._thread = None
         self._routes = self._collect_routes()
         self._jobs_init()
+        self._workhorse_init(long_poll)
 
     # -- lifecycle ----------------------------------------------------------
 
@@ -379,6 +390,7 @@ class GitLabDouble(JobsMixin):
         if self._server is None:
             return
         self._stopping.set()
+        self._notify_queue_changed()        # long-poll holds end now
         self._server.shutdown()
         self._server.server_close()
         with self._lock:
@@ -439,9 +451,13 @@ class GitLabDouble(JobsMixin):
         return None
 
     def tick_queue(self, runner):
-        """A job this runner could take appeared: change its queue value."""
+        """A job this runner could take appeared: change its queue value.
+
+        Like Redis for Workhorse, this also releases long polls held on it.
+        """
         with self._lock:
             runner.queue_value = secrets.token_hex(16)
+            self._queue_changed.notify_all()
 
     @staticmethod
     def new_runner_token(created=True):
@@ -601,7 +617,12 @@ class GitLabDouble(JobsMixin):
             return message(404, "404 Not Found")
         try:
             with self._lock:
-                return getattr(self, call.route.handler)(call)
+                seen = len(call.request.violations)
+                resp = getattr(self, call.route.handler)(call)
+                # _receive recorded the validation violations; these are the
+                # endpoint's own (e.g. a final update with a wrong checksum).
+                self._violations.extend(call.request.violations[seen:])
+                return resp
         except Exception:
             self._error(traceback.format_exc())
             return message(500, "500 Internal Server Error")
@@ -1012,7 +1033,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             d._finish(req, None)
             return
-        resp = d._answer(call, rule)
+        front = None
+        if rule is None or rule.status is None:
+            front = d._workhorse_front(req)     # may hold the request (long polling)
+            if front is STOPPED:
+                self.close_connection = True
+                d._finish(req, None)
+                return
+        resp = front if front is not None else d._answer(call, rule)
         if action == "drop_after_handling":
             self.close_connection = True
             d._finish(req, None)
@@ -1077,6 +1105,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         """Send resp; with cut, send only that many body bytes (then the caller closes)."""
         if not any(k.lower() == "x-request-id" for k, _ in resp.headers):
             resp.headers.append(self.double._request_id_header(req))
+        resp.headers.extend(self.double._workhorse_headers(req))
         self.double._finish(req, resp)
         self.send_response(resp.status)
         for k, v in resp.headers:

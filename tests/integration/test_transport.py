@@ -68,8 +68,11 @@ def test_rate_limited_by_nginx_backs_off_and_gets_through(gitlab, tls_files, tmp
     assert limited, "nginx never limited: the test does not test anything"
     # nginx answers 429 without Retry-After: the client backs off and retries.
     assert "(backoff)" in err
-    for p in pollers:
-        assert p["none"] >= 1, p
+    # The crowd gets through: a limiter decides who wins a slot, so no single
+    # runner is promised one, but most rounds end in an answer, not a give-up.
+    answered = sum(p["none"] for p in pollers)
+    given_up = sum(p["failed"] for p in pollers)
+    assert answered >= 6 and answered > given_up, pollers
     # Every request that got through reached the double and was answered.
     passed = [e for e in log if e[4] == "204"]
     assert len(passed) == len(gitlab.requests)

@@ -1,0 +1,58 @@
+/*
+ * Streaming masking of secrets in job output (protocol.md 6.5, steps 1-3).
+ *
+ * A job prints what it likes, in writes of any size; secrets must never
+ * reach GitLab, not even a prefix of one.  The masker sees the output as one
+ * stream, in order, and hands on only bytes that can no longer turn out to
+ * be part of a secret, so a secret split across any number of writes is
+ * still replaced, and nothing of it is emitted early.
+ *
+ * Three kinds of rules, applied in this order of precedence:
+ *   1. phrases: the values of masked variables, replaced by "[MASKED]";
+ *      where two phrases could match at the same place the longest wins, and
+ *      the cost per byte does not grow with the number of phrases
+ *      (Aho-Corasick);
+ *   2. URL parameters: after "?key=" or "&key=" for the keys private_token,
+ *      authenticity_token, rss_token, x-amz-signature, x-amz-credential,
+ *      x-amz-security-token (case-insensitive), the value up to the next
+ *      '?', '&', white space or control character becomes "[MASKED]";
+ *   3. token prefixes: "<prefix><run of [0-9A-Za-z._=-]>" keeps the prefix
+ *      and the run becomes "[MASKED]" (glpat-abc -> glpat-[MASKED]).
+ *
+ * Ownership: the masker copies every phrase and prefix it is given.
+ */
+#ifndef RUNNER_MASK_H
+#define RUNNER_MASK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct buf;
+struct masker;
+
+/*
+ * phrases: the masked values (trimmed of white space, empty ones and
+ * duplicates dropped by the masker).  prefixes: the token prefixes; NULL
+ * for none.  url_params: apply rule 2.
+ */
+struct masker	*masker_new(const char *const *phrases, size_t n_phrases,
+		    const char *const *prefixes, size_t n_prefixes, bool url_params);
+void		 masker_free(struct masker *m);
+
+/*
+ * Feed len bytes; append to out what is now safe to send.  Returns 0, or
+ * -ENOSPC if out is full (out then holds what fitted; the rest is lost, as
+ * the caller's cap says).
+ */
+int		 masker_write(struct masker *m, const char *data, size_t len, struct buf *out);
+/* The stream ended: append everything held back (partial matches are not secrets). */
+int		 masker_flush(struct masker *m, struct buf *out);
+
+/*
+ * The prefixes gitlab-runner masks: glpat- always, and with
+ * FF_MASK_ALL_DEFAULT_TOKENS the other GitLab token prefixes.  Returns a
+ * static NULL-terminated list.
+ */
+const char *const *masker_default_prefixes(bool all_default_tokens);
+
+#endif

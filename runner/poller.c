@@ -1,0 +1,432 @@
+/*
+ * One [[runners]] entry's request loop (protocol.md 4.3, 4.8): ask GitLab
+ * for a job whenever a slot is free, wait check_interval after "no job",
+ * ask again at once after a job (unless strict_check_interval), back off
+ * with jitter after 409, 429, 5xx or a failed connection, and stop asking
+ * for unhealthy_interval after unhealthy_requests_limit refusals in a row.
+ *
+ * The poller also owns the jobs it started, so that a config reload can
+ * drop an entry while its jobs finish.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "executors/executor.h"
+#include "runner/backoff.h"
+#include "runner/clock.h"
+#include "runner/commands.h"
+#include "runner/daemon.h"
+#include "runner/info.h"
+#include "runner/job.h"
+#include "runner/log.h"
+#include "runner/metrics.h"
+#include "runner/rand.h"
+#include "runner/xmalloc.h"
+
+#define MAX_REQUESTS		64	/* request_concurrency beyond this is clamped */
+#define MAX_JOBS_PER_ENTRY	1024
+#define FAILURE_BACKOFF_MAX_MS	(60ULL * 1000)
+
+struct job_link {
+	struct job		*job;
+	int			 concurrent_id;
+	struct job_link		*next;
+};
+
+struct poller {
+	struct daemon		*d;
+	struct poller		*next;
+	struct runner_config	*rc;		/* in d->cfg; replaced on reload */
+	char			*url;		/* identity across reloads */
+	char			*token;
+	char			 short_token[LOG_TOKEN_SIZE];
+	struct runner_info	 info;
+	struct api_creds	 creds;
+	struct api_call		*calls[MAX_REQUESTS];
+	unsigned		 requests;
+	unsigned		 jobs;
+	struct job_link		*job_list;
+	int64_t			 failures;	/* refusals in a row (403, client error) */
+	uint64_t		 unhealthy_until;
+	struct backoff		 backoff;
+	uv_timer_t		 timer;
+	uint64_t		 next_at;	/* monotonic ms of the next request */
+	bool			 stopped;
+	bool			 closing;
+	uint64_t		 sent_at[MAX_REQUESTS];	/* when each request left */
+};
+
+static void	poll_now(struct poller *);
+
+struct poller *
+poller_next(struct poller *p)
+{
+	return p->next;
+}
+
+void
+poller_set_next(struct poller *p, struct poller *next)
+{
+	p->next = next;
+}
+
+bool
+poller_matches(const struct poller *p, const struct runner_config *rc)
+{
+	return strcmp(p->url, rc->url) == 0 && strcmp(p->token, rc->token) == 0;
+}
+
+static void
+take_settings(struct poller *p, struct runner_config *rc)
+{
+	p->rc = rc;
+	runner_info_release(&p->info);
+	runner_info_init(&p->info, &p->d->cfg, rc, true);
+	cmd_creds(rc, &p->creds);
+}
+
+static void
+on_timer(uv_timer_t *t)
+{
+	poll_now(t->data);
+}
+
+static void
+schedule(struct poller *p, uint64_t delay_ms)
+{
+	if (p->stopped)
+		return;
+	p->next_at = clock_mono_ms() + delay_ms;
+	uv_timer_start(&p->timer, on_timer, delay_ms, 0);
+}
+
+struct poller *
+poller_new(struct daemon *d, struct runner_config *rc, unsigned index, unsigned count)
+{
+	struct poller *p = xcalloc(1, sizeof(*p));
+	uint64_t spread = (uint64_t)d->cfg.check_interval * 1000 * index / (count ? count : 1);
+
+	p->d = d;
+	p->url = xstrdup(rc->url);
+	p->token = xstrdup(rc->token);
+	log_token(rc->token, p->short_token);
+	take_settings(p, rc);
+	backoff_init(&p->backoff, (uint64_t)d->cfg.check_interval * 1000, FAILURE_BACKOFF_MAX_MS);
+	uv_timer_init(d->loop, &p->timer);
+	p->timer.data = p;
+	/* Entries start spread over one check_interval, as gitlab-runner feeds them. */
+	schedule(p, spread);
+	log_info("runner %s (%s): polling %s", rc->name, p->short_token, rc->url);
+	return p;
+}
+
+void
+poller_update(struct poller *p, struct runner_config *rc)
+{
+	take_settings(p, rc);
+}
+
+/* May this entry ask for a job now? */
+static bool
+may_request(const struct poller *p)
+{
+	const struct daemon *d = p->d;
+	int64_t limit;
+	unsigned rc_conc;
+
+	if (p->stopped || p->rc == NULL || d->state != DAEMON_RUNNING)
+		return false;
+	limit = p->rc->limit;
+	rc_conc = (unsigned)p->rc->request_concurrency;
+	if (d->max_builds > 0 && d->builds_started + d->requests_in_flight >= d->max_builds)
+		return false;
+	if (d->jobs_running + d->requests_in_flight >= (unsigned)d->cfg.concurrent)
+		return false;
+	if (limit > 0 && p->jobs + p->requests >= (unsigned)limit)
+		return false;
+	if (rc_conc > MAX_REQUESTS)
+		rc_conc = MAX_REQUESTS;
+	return p->requests < rc_conc;
+}
+
+static void
+forget_call(struct poller *p, struct api_call *call)
+{
+	unsigned i;
+
+	for (i = 0; i < MAX_REQUESTS; i++)
+		if (p->calls[i] == call) {
+			p->calls[i] = NULL;
+			return;
+		}
+}
+
+static int
+free_concurrent_id(const struct poller *p)
+{
+	const struct job_link *l;
+	int id;
+
+	for (id = 0; id < MAX_JOBS_PER_ENTRY; id++) {
+		for (l = p->job_list; l != NULL; l = l->next)
+			if (l->concurrent_id == id)
+				break;
+		if (l == NULL)
+			return id;
+	}
+	return id;
+}
+
+static void
+on_job_done(struct job *job, void *arg)
+{
+	struct poller *p = arg;
+	struct job_link **pp, *l;
+
+	for (pp = &p->job_list; (l = *pp) != NULL; pp = &l->next)
+		if (l->job == job) {
+			*pp = l->next;
+			free(l);
+			break;
+		}
+	p->jobs--;
+	p->d->jobs_running--;
+	metrics_gauge_add("runner_jobs_running", "", -1);
+	daemon_slots_changed(p->d);
+}
+
+static void
+start_job(struct poller *p, struct api_job *payload)
+{
+	struct daemon *d = p->d;
+	struct runner_config *rc = p->rc;
+	struct job_settings s;
+	struct runner_info info;
+	struct job_env env = { .loop = d->loop, .api = d->api };
+	struct job_link *l = xcalloc(1, sizeof(*l));
+	size_t i;
+
+	memset(&s, 0, sizeof(s));
+	s.runner_name = xstrdup(rc->name);
+	s.short_token = xstrdup(p->short_token);
+	s.system_id = xstrdup(d->system_id);
+	s.shell = xstrdup(rc->shell);
+	s.builds_dir = *rc->builds_dir == '/' ? xstrdup(rc->builds_dir) :
+	    xasprintf("%s/%s", d->builds_base, *rc->builds_dir ? rc->builds_dir : "builds");
+	s.user = d->user != NULL ? xstrdup(d->user) : NULL;
+	s.pre_build_script = xstrdup(rc->pre_build_script);
+	s.post_build_script = xstrdup(rc->post_build_script);
+	for (i = 0; i < rc->environment.n; i++)
+		strv_push(&s.environment, rc->environment.v[i]);
+	s.output_limit = (uint64_t)rc->output_limit * 1024;
+	s.retry_limit = rc->job_status_final_update_retry_limit;
+	s.timestamps = config_feature_flag(rc, "FF_TIMESTAMPS");
+	s.mask_all_tokens = config_feature_flag(rc, "FF_MASK_ALL_DEFAULT_TOKENS");
+	s.concurrent_id = free_concurrent_id(p);
+	s.state_dir = xstrdup(d->state_dir);
+	s.trace_interval_ms = d->trace_interval_ms;
+	s.keepalive_ms = d->keepalive_ms;
+	s.final_backoff_ms = d->final_backoff_ms;
+	s.kill_grace_ms = d->kill_grace_ms;
+	runner_info_init(&info, &d->cfg, rc, true);
+	env.executor = executor_find(rc->executor);
+
+	l->concurrent_id = s.concurrent_id;
+	l->next = p->job_list;
+	p->job_list = l;
+	p->jobs++;
+	d->jobs_running++;
+	metrics_gauge_add("runner_jobs_running", "", 1);
+	d->builds_started++;
+	l->job = job_start(&env, payload, &s, &p->creds, &info, on_job_done, p);
+}
+
+static void
+mark_unhealthy_maybe(struct poller *p, const char *why)
+{
+	p->failures++;
+	if (p->failures < p->rc->unhealthy_requests_limit)
+		return;
+	p->unhealthy_until = clock_mono_ms() + (uint64_t)p->rc->unhealthy_interval_ms;
+	log_error("runner %s (%s): %" PRId64 " job requests in a row failed (%s): not asking "
+	    "for jobs for %" PRId64 " s. If the token was revoked or expired, register the "
+	    "runner again or reset its token", p->rc->name, p->short_token, p->failures, why,
+	    p->rc->unhealthy_interval_ms / 1000);
+	p->failures = 0;
+}
+
+static void
+on_requested(enum api_request_result result, const struct api_answer *answer,
+    struct api_job *job, void *arg)
+{
+	struct poller *p = ((void **)arg)[0];
+	struct api_call *self = ((void **)arg)[1];
+	struct daemon *d = p->d;
+	uint64_t delay = (uint64_t)d->cfg.check_interval * 1000;
+
+	free(arg);
+	for (unsigned i = 0; i < MAX_REQUESTS; i++)
+		if (p->calls[i] == self && result != API_JOB_CANCELED) {
+			static const char *const names[] = { "received", "none", "forbidden",
+			    "unavailable", "failed", "client_error", "canceled" };
+			char labels[48];
+
+			snprintf(labels, sizeof(labels), "result=\"%s\"", names[result]);
+			metrics_histogram_observe("runner_job_request_duration_seconds", labels,
+			    (double)(clock_mono_ms() - p->sent_at[i]) / 1000);
+		}
+	forget_call(p, self);
+	p->requests--;
+	d->requests_in_flight--;
+	switch (result) {
+	case API_JOB_RECEIVED:
+		p->failures = 0;
+		backoff_reset(&p->backoff);
+		if (p->rc == NULL) {
+			/* Cannot happen: stopping cancels requests first.  Say so if it does. */
+			log_error("job %" PRId64 " arrived for a runner entry that is gone; it "
+			    "will time out in GitLab", job->id);
+			api_job_free(job);
+			daemon_slots_changed(d);
+			return;
+		}
+		start_job(p, job);
+		delay = p->rc->strict_check_interval == 1 ? delay : 0;
+		break;
+	case API_JOB_NONE:
+		p->failures = 0;
+		backoff_reset(&p->backoff);
+		log_debug("runner %s: no job", p->rc->name);
+		break;
+	case API_JOB_FORBIDDEN:
+	case API_JOB_CLIENT_ERROR:
+		log_error("runner %s (%s): checking for jobs... forbidden: %s", p->rc->name,
+		    p->short_token, answer->message);
+		mark_unhealthy_maybe(p, answer->message);
+		break;
+	case API_JOB_UNAVAILABLE:
+	case API_JOB_FAILED:
+		log_warnx("runner %s (%s): checking for jobs... failed: %s", p->rc->name,
+		    p->short_token, answer->message);
+		delay = backoff_next(&p->backoff, rand_u32());
+		break;
+	case API_JOB_CANCELED:
+		daemon_slots_changed(d);
+		return;
+	}
+	if (p->unhealthy_until > clock_mono_ms())
+		delay = p->unhealthy_until - clock_mono_ms();
+	schedule(p, delay);
+	daemon_slots_changed(d);
+}
+
+static void
+send_request(struct poller *p)
+{
+	struct daemon *d = p->d;
+	void **arg = xcalloc(2, sizeof(void *));
+	unsigned i;
+
+	p->requests++;
+	d->requests_in_flight++;
+	arg[0] = p;
+	for (i = 0; i < MAX_REQUESTS && p->calls[i] != NULL; i++)
+		;
+	/* The call handle is known only after the call: the callback finds it in arg. */
+	arg[1] = api_request_job(d->api, &p->creds, &p->info.info, d->system_id, on_requested, arg);
+	if (i < MAX_REQUESTS) {
+		p->calls[i] = arg[1];
+		p->sent_at[i] = clock_mono_ms();
+	}
+}
+
+static void
+poll_now(struct poller *p)
+{
+	uint64_t now = clock_mono_ms();
+
+	if (p->stopped)
+		return;
+	if (p->unhealthy_until > now) {
+		schedule(p, p->unhealthy_until - now);
+		return;
+	}
+	if (!may_request(p))
+		return;		/* poller_kick() comes when a slot frees */
+	send_request(p);
+	/* More request slots (request_concurrency > 1): fill them too. */
+	if (may_request(p))
+		schedule(p, (uint64_t)p->d->cfg.check_interval * 1000);
+}
+
+void
+poller_kick(struct poller *p)
+{
+	uint64_t now = clock_mono_ms();
+
+	if (p->stopped || p->requests > 0 || uv_is_active((uv_handle_t *)&p->timer))
+		return;
+	if (p->next_at > now) {
+		schedule(p, p->next_at - now);
+		return;
+	}
+	poll_now(p);
+}
+
+void
+poller_stop(struct poller *p)
+{
+	unsigned i;
+
+	if (p->stopped)
+		return;
+	p->stopped = true;
+	/* The entry may be freed by a reload from here on. */
+	p->rc = NULL;
+	uv_timer_stop(&p->timer);
+	for (i = 0; i < MAX_REQUESTS; i++)
+		if (p->calls[i] != NULL) {
+			struct api_call *c = p->calls[i];
+
+			p->calls[i] = NULL;
+			api_call_cancel(c);
+		}
+}
+
+void
+poller_interrupt_jobs(struct poller *p)
+{
+	struct job_link *l, *next;
+
+	for (l = p->job_list; l != NULL; l = next) {
+		next = l->next;
+		job_interrupt(l->job);
+	}
+}
+
+static void
+on_poller_closed(uv_handle_t *h)
+{
+	struct poller *p = h->data;
+
+	runner_info_release(&p->info);
+	free(p->url);
+	if (p->token != NULL)
+		explicit_bzero(p->token, strlen(p->token));
+	free(p->token);
+	free(p);
+}
+
+bool
+poller_free_if_idle(struct poller *p)
+{
+	if (!p->stopped || p->jobs > 0 || p->requests > 0)
+		return false;
+	if (!p->closing) {
+		p->closing = true;
+		uv_close((uv_handle_t *)&p->timer, on_poller_closed);
+	}
+	return true;
+}

@@ -1,0 +1,682 @@
+/*
+ * The job log buffer: every byte of job and runner output goes through
+ * UTF-8 sanitising, the masker, the timestamper and the output limit, and
+ * what survives is appended to a file with its running crc32 and size
+ * (protocol.md 6.4, 6.5).
+ *
+ * Stages, in the order bytes meet them:
+ *
+ *   sanitiser (per stream)  invalid UTF-8 becomes U+FFFD, one per maximal
+ *                           invalid subpart (Unicode's "best practice"); a
+ *                           sequence cut by the end of a write waits in the
+ *                           stream's state for the rest.
+ *   masker (per stream)     a secret printed in pieces is masked as long as
+ *                           its pieces come on one stream; a masker for all
+ *                           streams would see the other stream's bytes in
+ *                           between and let it through (gitlab-runner keeps
+ *                           one per stream for this reason).
+ *   timestamper (per stream) splits lines and prefixes the 32-byte header;
+ *                           the partial line of each stream waits for its
+ *                           '\n' (or a '\r', 8 KiB, or the end).
+ *   limit                   cuts at output_limit on a character boundary
+ *                           and appends the notice once.
+ *   file                    a 64 KiB write buffer in front of the file; crc
+ *                           and size count the bytes kept, so they always
+ *                           describe file + buffer exactly.
+ *
+ * With a masker per stream, whatever a masker releases belongs to its own
+ * stream, so the timestamper always knows whose line it is.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zlib.h>
+
+#include "runner/buf.h"
+#include "runner/mask.h"
+#include "runner/trace_log.h"
+#include "runner/xmalloc.h"
+
+#define TL_NSTREAMS	3
+#define TL_WBUF_SIZE	(64 * 1024)
+/* The timestamper's partial-line buffer, header included (as gitlab-runner). */
+#define TS_BUFSIZE	(8 * 1024)
+#define TS_HDRLEN	32
+
+static const char	 replacement[] = "\xef\xbf\xbd";	/* U+FFFD */
+
+struct utf8_state {
+	unsigned char	 seq[4];
+	size_t		 len;		/* bytes of seq held */
+	size_t		 need;		/* length the lead byte announced */
+};
+
+struct ts_state {
+	struct buf	 line;		/* header + partial line, or empty */
+	int		 cont;		/* next header gets '+' */
+};
+
+struct trace_log {
+	char		*path;
+	int		 fd;
+	int		 readonly;	/* reopened: no writes */
+	int		 finished;
+	int		 truncated;
+	int		 timestamps;
+	uint64_t	 limit;
+	int64_t		(*now_us)(void);
+
+	uint64_t	 size;		/* bytes kept: file + wbuf */
+	uint32_t	 crc;
+	uint64_t	 flushed;	/* bytes in the file */
+	char		*wbuf;
+	size_t		 wlen;
+
+	int		 err;		/* first error of the current call */
+
+	struct utf8_state u8[TL_NSTREAMS];
+	struct ts_state	 ts[TL_NSTREAMS];
+	struct buf	 sbuf;		/* sanitised bytes of one write */
+
+	struct masker	*masker[TL_NSTREAMS];
+	struct buf	 mbuf;		/* masker output of one call */
+};
+
+/* File stage. */
+
+static void
+tl_seterr(struct trace_log *t, int err)
+{
+	if (t->err == 0)
+		t->err = err;
+}
+
+/* Write the buffer out; on failure keep what was not written. */
+static int
+tl_flush(struct trace_log *t)
+{
+	size_t	 off = 0;
+	ssize_t	 n;
+	int	 rc = 0;
+
+	while (off < t->wlen) {
+		n = pwrite(t->fd, t->wbuf + off, t->wlen - off,
+		    (off_t)(t->flushed + off));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			break;
+		}
+		if (n == 0) {
+			rc = -EIO;
+			break;
+		}
+		off += (size_t)n;
+	}
+	t->flushed += off;
+	memmove(t->wbuf, t->wbuf + off, t->wlen - off);
+	t->wlen -= off;
+	return rc;
+}
+
+/*
+ * Keep n bytes.  If the disk fails with the buffer full, the rest is
+ * dropped and not counted, so crc and size still describe exactly the
+ * bytes we have.
+ */
+static void
+tl_store(struct trace_log *t, const char *p, size_t n)
+{
+	size_t	 k;
+	int	 rc;
+
+	while (n > 0) {
+		if (t->wlen == TL_WBUF_SIZE && (rc = tl_flush(t)) != 0) {
+			tl_seterr(t, rc);
+			return;
+		}
+		k = TL_WBUF_SIZE - t->wlen;
+		if (k > n)
+			k = n;
+		memcpy(t->wbuf + t->wlen, p, k);
+		t->wlen += k;
+		t->crc = (uint32_t)crc32(t->crc, (const Bytef *)p, (uInt)k);
+		t->size += k;
+		p += k;
+		n -= k;
+	}
+}
+
+/* Limit stage. */
+
+static void
+tl_emit(struct trace_log *t, const char *p, size_t n)
+{
+	char	 notice[256];
+	size_t	 keep;
+	int	 len;
+
+	if (t->truncated || n == 0)
+		return;
+	if (t->size <= t->limit && n <= t->limit - t->size) {
+		tl_store(t, p, n);
+		return;
+	}
+
+	keep = t->size < t->limit ? (size_t)(t->limit - t->size) : 0;
+	/* p[keep] is the first byte dropped: do not keep half its character. */
+	while (keep > 0 && ((unsigned char)p[keep] & 0xc0) == 0x80)
+		keep--;
+	tl_store(t, p, keep);
+
+	len = snprintf(notice, sizeof notice, "\n\x1b[33;1mJob's log exceeded "
+	    "limit of %llu bytes.\nJob execution will continue but no more "
+	    "output will be collected.\x1b[0;m\n", (unsigned long long)t->limit);
+	tl_store(t, notice, (size_t)len);
+	t->truncated = 1;
+}
+
+/* Timestamper stage. */
+
+static int64_t
+tl_now(struct trace_log *t)
+{
+	struct timespec	 ts;
+
+	if (t->now_us != NULL)
+		return t->now_us();
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* "2026-08-21T10:15:02.123456Z 01O " and the '+' flag is used up. */
+static void
+ts_header(struct trace_log *t, enum trace_stream s, char out[TS_HDRLEN + 1])
+{
+	int64_t		 us = tl_now(t);
+	int64_t		 sec = us / 1000000, frac = us % 1000000;
+	time_t		 tt;
+	struct tm	 tm;
+	char		 tmp[64];
+
+	if (frac < 0) {
+		frac += 1000000;
+		sec--;
+	}
+	tt = (time_t)sec;
+	if (gmtime_r(&tt, &tm) == NULL)
+		memset(&tm, 0, sizeof tm);
+	snprintf(tmp, sizeof tmp, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ %02x%c%c",
+	    (tm.tm_year + 1900) % 10000, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+	    tm.tm_min, tm.tm_sec, (int)frac, s == TRACE_RUNNER ? 0 : 1,
+	    s == TRACE_STDERR ? 'E' : 'O', t->ts[s].cont ? '+' : ' ');
+	memcpy(out, tmp, TS_HDRLEN);
+	out[TS_HDRLEN] = '\0';
+	t->ts[s].cont = 0;
+}
+
+static void
+ts_emit_header(struct trace_log *t, enum trace_stream s)
+{
+	char	 hdr[TS_HDRLEN + 1];
+
+	ts_header(t, s, hdr);
+	tl_emit(t, hdr, TS_HDRLEN);
+}
+
+/* Emit the stream's pending line (it starts with its header). */
+static void
+ts_emit_pending(struct trace_log *t, enum trace_stream s)
+{
+	struct ts_state	*ts = &t->ts[s];
+
+	tl_emit(t, ts->line.ptr, ts->line.len);
+	buf_reset(&ts->line);
+}
+
+/* Start the entry: the pending line if there is one, else a fresh header. */
+static void
+ts_begin(struct trace_log *t, enum trace_stream s)
+{
+	if (t->ts[s].line.len > 0)
+		ts_emit_pending(t, s);
+	else
+		ts_emit_header(t, s);
+}
+
+/*
+ * One write's worth of bytes of stream s, the way gitlab-runner's
+ * timestamper takes a Write(): whole lines out, then the rest either
+ * flushed ('\r' in it, or too long) or kept for the next write.
+ */
+static void
+ts_write(struct trace_log *t, enum trace_stream s, const char *p, size_t n)
+{
+	struct ts_state	*ts = &t->ts[s];
+	const char	*nl, *q;
+	char		 hdr[TS_HDRLEN + 1];
+	size_t		 end, i, len;
+
+	if (n == 0)
+		return;
+	if (!t->timestamps) {
+		tl_emit(t, p, n);
+		return;
+	}
+
+	if ((nl = memrchr(p, '\n', n)) != NULL) {
+		end = (size_t)(nl - p) + 1;
+		for (i = 0; i < end; i += len) {
+			q = memchr(p + i, '\n', end - i);
+			len = (size_t)(q - (p + i)) + 1;
+			ts_begin(t, s);
+			tl_emit(t, p + i, len);
+		}
+		p += end;
+		n -= end;
+		if (n == 0)
+			return;
+	}
+
+	/* A progress bar or section marker: show it now, continue with '+'. */
+	if (memchr(p, '\r', n) != NULL) {
+		ts_begin(t, s);
+		tl_emit(t, p, n);
+		tl_emit(t, "\n", 1);
+		ts->cont = 1;
+		return;
+	}
+
+	/* Do not hold arbitrarily long lines in memory. */
+	if (ts->line.len + n > TS_BUFSIZE) {
+		ts_begin(t, s);
+		ts->cont = 1;
+		tl_emit(t, p, n);
+		tl_emit(t, "\n", 1);
+		return;
+	}
+
+	/* The header carries the time the line started. */
+	if (ts->line.len == 0) {
+		ts_header(t, s, hdr);
+		buf_append(&ts->line, hdr, TS_HDRLEN);
+	}
+	buf_append(&ts->line, p, n);
+}
+
+static void
+ts_finish(struct trace_log *t, enum trace_stream s)
+{
+	struct ts_state	*ts = &t->ts[s];
+
+	if (ts->line.len == 0)
+		return;
+	buf_putc(&ts->line, '\n');
+	ts_emit_pending(t, s);
+}
+
+/* Masker stage. */
+
+static void
+mask_write(struct trace_log *t, enum trace_stream s, const char *p, size_t n)
+{
+	if (n == 0)
+		return;
+	if (t->masker[s] == NULL) {
+		ts_write(t, s, p, n);
+		return;
+	}
+	buf_reset(&t->mbuf);
+	if (masker_write(t->masker[s], p, n, &t->mbuf) != 0)
+		tl_seterr(t, -ENOMEM);
+	ts_write(t, s, t->mbuf.ptr, t->mbuf.len);
+}
+
+/* The stream ended: what each masker held back was no secret. */
+static void
+mask_finish(struct trace_log *t)
+{
+	int i;
+
+	for (i = 0; i < TL_NSTREAMS; i++) {
+		if (t->masker[i] == NULL)
+			continue;
+		buf_reset(&t->mbuf);
+		if (masker_flush(t->masker[i], &t->mbuf) != 0)
+			tl_seterr(t, -ENOMEM);
+		ts_write(t, (enum trace_stream)i, t->mbuf.ptr, t->mbuf.len);
+	}
+}
+
+/* Sanitiser stage. */
+
+/* Is c allowed as byte number i (1..3) of a sequence led by lead? */
+static int
+utf8_cont_ok(unsigned char lead, size_t i, unsigned char c)
+{
+	if (i == 1) {
+		/* No overlongs, no surrogates, nothing past U+10FFFF. */
+		switch (lead) {
+		case 0xe0:
+			return c >= 0xa0 && c <= 0xbf;
+		case 0xed:
+			return c >= 0x80 && c <= 0x9f;
+		case 0xf0:
+			return c >= 0x90 && c <= 0xbf;
+		case 0xf4:
+			return c >= 0x80 && c <= 0x8f;
+		}
+	}
+	return (c & 0xc0) == 0x80;
+}
+
+static size_t
+utf8_seqlen(unsigned char c)
+{
+	if (c >= 0xc2 && c <= 0xdf)
+		return 2;
+	if (c >= 0xe0 && c <= 0xef)
+		return 3;
+	if (c >= 0xf0 && c <= 0xf4)
+		return 4;
+	return 0;
+}
+
+/* Sanitise p into t->sbuf, carrying an unfinished sequence in u. */
+static void
+utf8_sanitise(struct trace_log *t, struct utf8_state *u, const char *p,
+    size_t n)
+{
+	const unsigned char	*s = (const unsigned char *)p;
+	size_t			 i = 0, j;
+	unsigned char		 c;
+
+	buf_reset(&t->sbuf);
+	while (i < n) {
+		c = s[i];
+		if (u->len > 0) {
+			if (utf8_cont_ok(u->seq[0], u->len, c)) {
+				u->seq[u->len++] = c;
+				i++;
+				if (u->len == u->need) {
+					buf_append(&t->sbuf, u->seq, u->len);
+					u->len = 0;
+				}
+				continue;
+			}
+			/* The maximal subpart so far is one error; c starts anew. */
+			buf_append(&t->sbuf, replacement, 3);
+			u->len = 0;
+			continue;
+		}
+		if (c < 0x80) {
+			for (j = i; j < n && s[j] < 0x80; j++)
+				;
+			buf_append(&t->sbuf, s + i, j - i);
+			i = j;
+			continue;
+		}
+		if ((u->need = utf8_seqlen(c)) == 0)
+			buf_append(&t->sbuf, replacement, 3);
+		else
+			u->seq[u->len++] = c;
+		i++;
+	}
+}
+
+/* Public interface. */
+
+static struct trace_log *
+tl_alloc(const char *path)
+{
+	struct trace_log	*t;
+	int			 i;
+
+	t = xcalloc(1, sizeof *t);
+	t->path = xstrdup(path);
+	t->fd = -1;
+	t->crc = (uint32_t)crc32(0L, Z_NULL, 0);
+	for (i = 0; i < TL_NSTREAMS; i++)
+		buf_init(&t->ts[i].line, BUF_UNLIMITED);
+	buf_init(&t->sbuf, BUF_UNLIMITED);
+	buf_init(&t->mbuf, BUF_UNLIMITED);
+	return t;
+}
+
+static void
+tl_free(struct trace_log *t)
+{
+	int	 i;
+
+	for (i = 0; i < TL_NSTREAMS; i++)
+		buf_release(&t->ts[i].line);
+	buf_release(&t->sbuf);
+	buf_release(&t->mbuf);
+	for (i = 0; i < TL_NSTREAMS; i++)
+		if (t->masker[i] != NULL)
+			masker_free(t->masker[i]);
+	free(t->wbuf);
+	free(t->path);
+	free(t);
+}
+
+/*
+ * On failure the maskers are not taken over: the caller still owns them,
+ * as with every other argument of a call that failed.
+ */
+struct trace_log *
+trace_log_open(const struct trace_log_config *cfg)
+{
+	struct trace_log	*t;
+	int			 fd, i;
+
+	fd = open(cfg->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd == -1)
+		return NULL;
+	t = tl_alloc(cfg->path);
+	t->fd = fd;
+	t->limit = cfg->limit;
+	t->timestamps = cfg->timestamps;
+	for (i = 0; i < TL_NSTREAMS; i++)
+		t->masker[i] = cfg->masker[i];
+	t->now_us = cfg->now_us;
+	t->wbuf = xmalloc(TL_WBUF_SIZE);
+	return t;
+}
+
+struct trace_log *
+trace_log_reopen(const char *path)
+{
+	struct trace_log	*t;
+	char			*rbuf;
+	ssize_t			 n;
+	int			 fd, saved;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return NULL;
+	t = tl_alloc(path);
+	t->fd = fd;
+	t->readonly = 1;
+	t->finished = 1;
+
+	rbuf = xmalloc(TL_WBUF_SIZE);
+	for (;;) {
+		n = read(fd, rbuf, TL_WBUF_SIZE);
+		if (n == 0)
+			break;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			saved = errno;
+			free(rbuf);
+			close(fd);
+			tl_free(t);
+			errno = saved;
+			return NULL;
+		}
+		t->crc = (uint32_t)crc32(t->crc, (const Bytef *)rbuf, (uInt)n);
+		t->size += (uint64_t)n;
+	}
+	free(rbuf);
+	t->flushed = t->size;
+	return t;
+}
+
+void
+trace_log_close(struct trace_log *t, bool remove)
+{
+	if (t == NULL)
+		return;
+	/* Whatever reached the buffer belongs in the file if it stays. */
+	if (!remove && !t->readonly)
+		(void)tl_flush(t);
+	if (t->fd != -1)
+		close(t->fd);
+	if (remove)
+		(void)unlink(t->path);
+	tl_free(t);
+}
+
+int
+trace_log_write(struct trace_log *t, enum trace_stream s, const char *data,
+    size_t len)
+{
+	if (t->readonly)
+		return -EBADF;
+	if ((int)s < 0 || s >= TL_NSTREAMS)
+		return -EINVAL;
+	/* Past the limit or the end the job goes on, its output does not. */
+	if (t->finished || t->truncated || len == 0)
+		return 0;
+
+	t->err = 0;
+	utf8_sanitise(t, &t->u8[s], data, len);
+	mask_write(t, s, t->sbuf.ptr, t->sbuf.len);
+	return t->err;
+}
+
+int
+trace_log_printf(struct trace_log *t, const char *fmt, ...)
+{
+	struct buf	 b;
+	va_list		 ap;
+	int		 rc;
+
+	buf_init(&b, BUF_UNLIMITED);
+	va_start(ap, fmt);
+	rc = buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	if (rc == 0)
+		rc = trace_log_write(t, TRACE_RUNNER, b.ptr, b.len);
+	buf_release(&b);
+	return rc;
+}
+
+int
+trace_log_finish(struct trace_log *t)
+{
+	struct utf8_state	*u;
+	int			 i, rc;
+
+	if (t->readonly)
+		return 0;
+	t->err = 0;
+	if (!t->finished) {
+		t->finished = 1;
+		/* An unfinished character at the end is an error, not a wait. */
+		for (i = 0; i < TL_NSTREAMS; i++) {
+			u = &t->u8[i];
+			if (u->len == 0)
+				continue;
+			u->len = 0;
+			if (!t->truncated)
+				mask_write(t, (enum trace_stream)i, replacement, 3);
+		}
+		if (!t->truncated)
+			mask_finish(t);
+		for (i = 0; i < TL_NSTREAMS; i++) {
+			if (!t->truncated)
+				ts_finish(t, (enum trace_stream)i);
+			buf_release(&t->ts[i].line);
+		}
+		/* The log may live on for sending; the pipeline is done. */
+		buf_release(&t->sbuf);
+		buf_release(&t->mbuf);
+	}
+	if ((rc = tl_flush(t)) != 0)
+		tl_seterr(t, rc);
+	return t->err;
+}
+
+uint64_t
+trace_log_size(const struct trace_log *t)
+{
+	return t->size;
+}
+
+uint32_t
+trace_log_crc32(const struct trace_log *t)
+{
+	return t->crc;
+}
+
+bool
+trace_log_truncated(const struct trace_log *t)
+{
+	return t->truncated;
+}
+
+/*
+ * Bytes still in the write buffer are copied from there, so a read sees
+ * everything kept so far without forcing a flush (and the log stays const).
+ */
+ssize_t
+trace_log_read(const struct trace_log *t, uint64_t offset, char *dst,
+    size_t len)
+{
+	size_t	 done = 0, want, k;
+	ssize_t	 n;
+
+	if (offset >= t->size || len == 0)
+		return 0;
+	if (len > t->size - offset)
+		len = (size_t)(t->size - offset);
+	if (len > SSIZE_MAX)
+		len = SSIZE_MAX;
+
+	while (offset + done < t->flushed && done < len) {
+		want = len - done;
+		if (want > t->flushed - (offset + done))
+			want = (size_t)(t->flushed - (offset + done));
+		n = pread(t->fd, dst + done, want, (off_t)(offset + done));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return (ssize_t)done;	/* the file shrank under us */
+		done += (size_t)n;
+	}
+	if (done < len) {
+		k = len - done;
+		memcpy(dst + done, t->wbuf + (offset + done - t->flushed), k);
+		done += k;
+	}
+	return (ssize_t)done;
+}
+
+const char *
+trace_log_path(const struct trace_log *t)
+{
+	return t->path;
+}

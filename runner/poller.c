@@ -56,6 +56,8 @@ struct poller {
 	bool			 stopped;
 	bool			 closing;
 	uint64_t		 sent_at[MAX_REQUESTS];	/* when each request left */
+	struct api_call		*discovery;	/* FF_USE_JOB_ROUTER: in flight */
+	bool			 router_told;	/* said once that we poll directly */
 };
 
 static void	poll_now(struct poller *);
@@ -342,6 +344,31 @@ send_request(struct poller *p)
 	}
 }
 
+/*
+ * FF_USE_JOB_ROUTER: ask where the job router is first (api.c keeps the
+ * answer an hour).  This build speaks no gRPC, so whatever the answer it
+ * polls GitLab directly, which is what gitlab-runner falls back to when
+ * the router fails; it says so once.
+ */
+static void
+on_discovered(enum api_result result, const struct api_answer *answer,
+    const char *server_url, void *arg)
+{
+	struct poller *p = arg;
+
+	(void)answer;
+	p->discovery = NULL;
+	if (result == API_CANCELED || p->stopped)
+		return;
+	if (result == API_OK && !p->router_told) {
+		log_info("runner %s (%s): GitLab offers a job router at %s; this build asks "
+		    "GitLab directly", p->rc->name, p->short_token, server_url);
+		p->router_told = true;
+	}
+	if (may_request(p))
+		send_request(p);
+}
+
 static void
 poll_now(struct poller *p)
 {
@@ -355,6 +382,11 @@ poll_now(struct poller *p)
 	}
 	if (!may_request(p))
 		return;		/* poller_kick() comes when a slot frees */
+	if (config_feature_flag(p->rc, "FF_USE_JOB_ROUTER")) {
+		if (p->discovery == NULL)
+			p->discovery = api_discovery(p->d->api, &p->creds, on_discovered, p);
+		return;
+	}
 	send_request(p);
 	/* More request slots (request_concurrency > 1): fill them too. */
 	if (may_request(p))
@@ -386,6 +418,12 @@ poller_stop(struct poller *p)
 	/* The entry may be freed by a reload from here on. */
 	p->rc = NULL;
 	uv_timer_stop(&p->timer);
+	if (p->discovery != NULL) {
+		struct api_call *c = p->discovery;
+
+		p->discovery = NULL;
+		api_call_cancel(c);
+	}
 	for (i = 0; i < MAX_REQUESTS; i++)
 		if (p->calls[i] != NULL) {
 			struct api_call *c = p->calls[i];
@@ -422,7 +460,7 @@ on_poller_closed(uv_handle_t *h)
 bool
 poller_free_if_idle(struct poller *p)
 {
-	if (!p->stopped || p->jobs > 0 || p->requests > 0)
+	if (!p->stopped || p->jobs > 0 || p->requests > 0 || p->discovery != NULL)
 		return false;
 	if (!p->closing) {
 		p->closing = true;

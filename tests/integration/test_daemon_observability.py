@@ -1,0 +1,143 @@
+"""`runner run` as an operator sees it from outside: /metrics, /health, and
+the job router's discovery with FF_USE_JOB_ROUTER."""
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from conftest import ROOT
+from gitlab_double import job_payload
+
+RUNNER = os.path.join(ROOT, "build", "runner")
+TOKEN = "glrt-t1_ObservabilityToken00"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait(cond, timeout=20, what="a condition"):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return
+        time.sleep(0.05)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+class Daemon:
+    def __init__(self, tmp_path, gitlab, extra_global="", extra_runner=""):
+        self.dir = tmp_path
+        self.cfg = tmp_path / "config.toml"
+        self.cfg.write_text(f'concurrent = 2\ncheck_interval = 1\n{extra_global}\n'
+                            f'[[runners]]\nname = "obs"\nurl = "{gitlab.url}"\n'
+                            f'token = "{TOKEN}"\nexecutor = "shell"\n{extra_runner}\n')
+        self.err = open(tmp_path / "stderr", "w+")
+        env = dict(os.environ, RUNNER_TRACE_INTERVAL_MS="200")
+        self.proc = subprocess.Popen([RUNNER, "run", "-c", str(self.cfg), "-d", str(tmp_path)],
+                                     stderr=self.err, env=env)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGQUIT)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.err.flush()
+        return (self.dir / "stderr").read_text()
+
+
+def get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def test_metrics_and_health(gitlab, tmp_path):
+    port = free_port()
+    r = gitlab.add_runner(token=TOKEN, id=71)
+    d = Daemon(tmp_path, gitlab, extra_global=f'listen_address = "127.0.0.1:{port}"')
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait(lambda: get_or_none(base + "/health/live") == 200, what="/health/live")
+        wait(lambda: get_or_none(base + "/health/ready") == 200, what="/health/ready")
+        job = gitlab.add_job(job_payload(script=["echo metrics please"]), runner=r)
+        gitlab.wait_for_job(job, timeout=20)
+        wait(lambda: 'runner_jobs_finished_total{state="success"} 1' in get(base + "/metrics")[1],
+             what="the finished job in /metrics")
+        status, text = get(base + "/metrics")
+        assert status == 200
+        assert "# TYPE runner_api_requests_total counter" in text
+        assert 'runner_api_requests_total{method="POST",endpoint="/jobs/request",status="201"} 1' in text
+        assert f'endpoint="/jobs/{{id}}",status="200"' in text
+        assert "runner_jobs_running 0" in text
+        assert "runner_trace_bytes_sent_total" in text
+        assert 'runner_job_request_duration_seconds_count{result="received"} 1' in text
+        assert "process_resident_memory_bytes" in text and "process_open_fds" in text
+        assert TOKEN not in text and job.token not in text
+        assert get(base + "/nope")[0] == 404
+    finally:
+        log = d.stop()
+    assert f"metrics and health on 127.0.0.1:{port}" in log
+    assert gitlab.violations == [] and job.checksum_ok
+
+
+def get_or_none(url):
+    try:
+        return get(url)[0]
+    except OSError:
+        return None
+
+
+def test_bad_listen_address_is_named_and_jobs_still_run(gitlab, tmp_path):
+    r = gitlab.add_runner(token=TOKEN, id=72)
+    d = Daemon(tmp_path, gitlab, extra_global='listen_address = "nowhere:99999"')
+    try:
+        job = gitlab.add_job(job_payload(script=["echo still working"]), runner=r)
+        gitlab.wait_for_job(job, timeout=20)
+        assert job.status == "success"
+    finally:
+        log = d.stop()
+    assert "listen_address:" in log and "nowhere:99999" in log
+
+
+def test_job_router_discovery_then_direct_polling(gitlab, tmp_path):
+    gitlab.router_url = "wss://kas.example.com/-/kubernetes-agent/"
+    r = gitlab.add_runner(token=TOKEN, id=73)
+    d = Daemon(tmp_path, gitlab, extra_runner="[runners.feature_flags]\nFF_USE_JOB_ROUTER = true")
+    try:
+        job = gitlab.add_job(job_payload(script=["echo via direct polling"]), runner=r)
+        gitlab.wait_for_job(job, timeout=20)
+        wait(lambda: len(gitlab.requests_for("POST", r"/jobs/request$")) >= 3,
+             what="more job requests")
+    finally:
+        log = d.stop()
+    assert job.status == "success"
+    # Discovery first, once: its answer is kept for an hour.
+    disc = gitlab.requests_for("GET", r"/runners/router/discovery$")
+    assert len(disc) == 1 and disc[0].headers["Runner-Token"] == TOKEN
+    assert gitlab.requests[0].path.endswith("/runners/router/discovery")
+    assert log.count("GitLab offers a job router at wss://kas.example.com/-/kubernetes-agent/") == 1
+
+
+def test_no_discovery_without_the_feature_flag(gitlab, tmp_path):
+    gitlab.router_url = "wss://kas.example.com/-/kubernetes-agent/"
+    r = gitlab.add_runner(token=TOKEN, id=74)
+    d = Daemon(tmp_path, gitlab)
+    try:
+        job = gitlab.add_job(job_payload(script=["true"]), runner=r)
+        gitlab.wait_for_job(job, timeout=20)
+    finally:
+        d.stop()
+    assert gitlab.requests_for("GET", r"/runners/router/discovery$") == []

@@ -16,23 +16,27 @@
  * leftmost-longest semantics: the match that starts first wins, and of
  * those starting at the same byte the longest.  That gives the results of
  * gitlab-runner's chain of one matcher per phrase (masker_test.go) without
- * its cost per phrase.  The automaton state is the longest suffix of the
- * stream that is a prefix of some phrase; exactly those bytes (the
- * "window") are held back, so the hold never exceeds the longest phrase.
- * A complete match is kept pending while the window still reaches back to
- * or before its start, since a longer phrase or one starting earlier could
- * still complete; once the window has moved past its start, it is final.
- * Bytes after a committed match that the automaton had already read are
- * scanned again from a fresh state: they were seen as part of a candidate
- * that lost.  That costs at most the window per committed match, and only
- * when a phrase's tail is the head of another.
+ * its cost per phrase.  The automaton runs over the whole stream and is
+ * never reset; its state is the longest suffix of the stream that is a
+ * prefix of some phrase, and exactly those bytes (the "window") are held
+ * back, so the hold never exceeds the longest phrase.  Every match seen is
+ * noted by its start.  No match can start before the window any more, so
+ * a start there is decided: a plain byte, or the longest match noted for
+ * it, which is then also the leftmost one left.  Deciding walks a pointer
+ * forward (jumping over chosen matches) and never looks at a byte twice,
+ * so a phrase that is the head of another (a pending match) costs nothing
+ * extra.  What can cost more is phrases that end like one another ("a",
+ * "aa", "aaa"): each match ending at a byte is noted.
  *
- * The automaton is a table (a DFA, one row per state, columns per byte
- * class) for the shallow states and the plain trie with failure links for
- * the deep ones once the table reaches DENSE_MAX entries, so a large or
- * binary set of phrases cannot make it huge.  Transitions that need
- * attention (into a match state or into the sparse part) carry a flag bit,
- * so the inner loop is one load, one test per byte.
+ * Before the automaton, a filter skips text where no phrase can begin:
+ * memchr() for a few first bytes, else a table of the first 2 or 3 bytes
+ * of every phrase.  The automaton is a table (a DFA, one row per state,
+ * columns per byte class) for the shallow states and the plain trie with
+ * failure links for the deep ones once the table reaches DENSE_MAX
+ * entries, so a large or binary set of phrases cannot make it huge.
+ * Transitions that need attention (into a match state or into the sparse
+ * part) carry a flag bit, so the inner loop is one load, one test a byte.
+ * The token prefixes are found by the same kind of automaton.
  *
  * Where the rules overlap:
  *   - phrases are replaced before the other rules look at the text, so a
@@ -70,7 +74,7 @@
 
 /* Entries of the filter of the first 2 or 3 bytes of every pattern. */
 #define GRAM_SIZE	65536
-/* Set 2-byte entries past which 3 bytes filter better (when all are that long). */
+/* 2-byte entries set past which 3 bytes filter better (if all that long). */
 #define GRAM2_MAX	256
 
 /* Up to this many bytes are looked for with memchr(), each. */
@@ -103,7 +107,7 @@ struct ac {
 	uint32_t	*delta;		/* ndense rows: target | AC_SPECIAL */
 	uint32_t	*fail;
 	uint32_t	*depth;
-	uint32_t	*out;		/* the longest pattern ending here, or 0 */
+	uint32_t	*out;		/* longest pattern ending here, or 0 */
 	uint32_t	*child;		/* nstates + 1 entries */
 	uint8_t		*incls;		/* class of the edge into the state */
 };
@@ -141,7 +145,7 @@ struct masker {
 	uint64_t	*ctag;
 	uint32_t	*clen;
 	size_t		 ringmask;
-	bool		 has_cand;	/* some start in [cur, last_cand] has one */
+	bool		 has_cand;	/* [cur, last_cand] holds a match */
 	uint64_t	 last_cand;
 
 	/* URL stage. */
@@ -158,10 +162,6 @@ struct masker {
 	int		 err;
 };
 
-/* '?', '&', white space and controls end a URL parameter value. */
-static uint8_t	url_end[256];
-/* [0-9A-Za-z._=-]: what a token may be made of. */
-static uint8_t	tok_alpha[256];
 
 static const char *const url_keys[] = {
 	"private_token", "authenticity_token", "rss_token",
@@ -178,25 +178,20 @@ static const char *const all_default_prefixes[] = {
 static void	url_feed(struct masker *, const uint8_t *, size_t);
 static void	url_mask(struct masker *);
 
-/*
- * Tables that are constant; filled on first use, which is safe to race
- * since every writer stores the same values.
- */
-static void
-tables_init(void)
+/* '?', '&', white space and controls end a URL parameter value. */
+static inline bool
+url_end(uint8_t c)
 {
-	static bool	 done;
-	int		 c;
+	return c <= ' ' || c == '?' || c == '&' || c == 0x7f;
+}
 
-	if (done)
-		return;
-	for (c = 0; c < 256; c++) {
-		url_end[c] = c == '?' || c == '&' || c <= ' ' || c == 0x7f;
-		tok_alpha[c] = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-		    (c >= 'A' && c <= 'Z') || c == '.' || c == '_' || c == '=' ||
-		    c == '-';
-	}
-	done = true;
+/* [0-9A-Za-z._=-]: what a token may be made of. */
+static inline bool
+tok_alpha(uint8_t c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+	    c == '=';
 }
 
 /*
@@ -316,10 +311,10 @@ static const uint8_t *
 ac_skip(const struct ac *a, const uint8_t *p, const uint8_t *e,
     const uint8_t **next)
 {
-	if (a->gram == NULL && a->nstart <= FIND_MAX)
-		return find_any(a->start, a->nstart, next, p, e);
 	const uint8_t	*g = a->gram;
 
+	if (g == NULL && a->nstart <= FIND_MAX)
+		return find_any(a->start, a->nstart, next, p, e);
 	/*
 	 * Four places a turn, one branch: the loads do not depend on each
 	 * other, so the CPU overlaps them.
@@ -437,7 +432,7 @@ ac_build(struct pattern *pats, size_t n)
 			    pats[i].p[lcp] == pats[i - 1].p[lcp])
 				lcp++;
 			if (lcp == pats[i].len)
-				continue;	/* a duplicate: sorted, so equal */
+				continue;	/* sorted: a duplicate */
 		}
 		for (d = lcp; d < pats[i].len; d++) {
 			v = nt++;
@@ -497,7 +492,8 @@ ac_build(struct pattern *pats, size_t n)
 		if (s == 0 || parent[s] == 0)
 			a->fail[s] = 0;
 		else
-			a->fail[s] = ac_next_cls(a, a->fail[parent[s]], a->incls[s]);
+			a->fail[s] = ac_next_cls(a, a->fail[parent[s]],
+			    a->incls[s]);
 		if (s == 0)
 			a->out[s] = 0;	/* no empty patterns */
 		else
@@ -542,7 +538,7 @@ ac_build(struct pattern *pats, size_t n)
 	return a;
 }
 
-/* The final sink.  Past the cap, keep what fits and drop the rest of this call. */
+/* The final sink.  Past the cap, keep what fits, drop the rest of the call. */
 static void
 out_put(struct masker *m, const void *p, size_t n)
 {
@@ -575,7 +571,7 @@ tok_feed(struct masker *m, const uint8_t *p, size_t n)
 	s = m->ts;
 	while (i < n) {
 		if (m->trun) {
-			for (j = i; i < n && tok_alpha[p[i]]; i++)
+			for (j = i; i < n && tok_alpha(p[i]); i++)
 				;
 			if (i > j && !m->tmasked) {
 				out_put(m, MASK_TEXT, MASK_LEN);
@@ -632,7 +628,8 @@ url_key_secret(const char *key, size_t len)
 	size_t	 i;
 
 	for (i = 0; i < sizeof(url_keys) / sizeof(url_keys[0]); i++) {
-		if (strlen(url_keys[i]) == len && memcmp(url_keys[i], key, len) == 0)
+		if (strlen(url_keys[i]) == len &&
+		    memcmp(url_keys[i], key, len) == 0)
 			return true;
 	}
 	return false;
@@ -680,7 +677,7 @@ url_feed(struct masker *m, const uint8_t *p, size_t n)
 					m->ustate = URL_VALUE;
 				}
 			} else if (m->keylen == URL_KEY_MAX)
-				m->ustate = URL_IDLE;	/* longer than any key */
+				m->ustate = URL_IDLE;	/* too long a key */
 			else {
 				if (c >= 'A' && c <= 'Z')
 					c += 'a' - 'A';
@@ -688,11 +685,12 @@ url_feed(struct masker *m, const uint8_t *p, size_t n)
 			}
 			break;
 		case URL_VALUE:
-			while (i < n && !url_end[p[i]])
+			while (i < n && !url_end(p[i]))
 				i++;
 			start = i;
+			/* The byte that ends it is looked at again. */
 			if (i < n)
-				m->ustate = URL_IDLE;	/* the end byte is looked at again */
+				m->ustate = URL_IDLE;
 			break;
 		}
 	}
@@ -936,7 +934,6 @@ masker_new(const char *const *phrases, size_t n_phrases,
 	struct pattern	*pats;
 	size_t		 np, ring;
 
-	tables_init();
 	m = xcalloc(1, sizeof *m);
 	m->url = url_params;
 
@@ -955,6 +952,7 @@ masker_new(const char *const *phrases, size_t n_phrases,
 	}
 	free(pats);
 
+	/* The first PREFIXES_MAX distinct prefixes count (protocol.md 6.5). */
 	pats = collect(prefixes, prefixes != NULL ? n_prefixes : 0,
 	    PREFIXES_MAX, true, &np);
 	if (np > 0)

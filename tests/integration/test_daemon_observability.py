@@ -141,3 +141,39 @@ def test_no_discovery_without_the_feature_flag(gitlab, tmp_path):
     finally:
         d.stop()
     assert gitlab.requests_for("GET", r"/runners/router/discovery$") == []
+
+
+def test_daemon_clean_under_valgrind(gitlab, tmp_path):
+    """One job, a cancel and a SIGQUIT under valgrind: no invalid access, no leak."""
+    import shutil
+    if shutil.which("valgrind") is None:
+        pytest.fail("valgrind is missing: packaging/install-deps.sh installs it")
+    r = gitlab.add_runner(token=TOKEN, id=75)
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(f'concurrent = 2\ncheck_interval = 1\n[[runners]]\nname = "vg"\n'
+                   f'url = "{gitlab.url}"\ntoken = "{TOKEN}"\nexecutor = "shell"\n')
+    vg = ["valgrind", "--quiet", "--leak-check=full", "--show-leak-kinds=definite,indirect",
+          "--errors-for-leak-kinds=definite,indirect", "--error-exitcode=99",
+          "--trace-children=no", RUNNER, "run", "-c", str(cfg), "-d", str(tmp_path)]
+    err = open(tmp_path / "stderr", "w+")
+    env = dict(os.environ, RUNNER_TRACE_INTERVAL_MS="300", RUNNER_KEEPALIVE_MS="1000",
+               RUNNER_KILL_GRACE_MS="1000")
+    proc = subprocess.Popen(vg, stderr=err, env=env)
+    try:
+        ok = gitlab.add_job(job_payload(script=["echo under valgrind", "seq 1 2000"],
+                                        variables={"V": {"value": "valgrind-secret-1",
+                                                         "masked": True}}), runner=r)
+        gitlab.wait_for_job(ok, timeout=60)
+        slow = gitlab.add_job(job_payload(script=["echo started", "sleep 30"],
+                                          after_script=["echo after"]), runner=r)
+        wait(lambda: "started" in slow.log_text, timeout=60, what="the second job to start")
+        slow.cancel()
+        gitlab.wait_for_job(slow, timeout=60)
+    finally:
+        proc.send_signal(signal.SIGQUIT)
+        rc = proc.wait(60)
+    err.seek(0)
+    log = err.read()
+    assert rc == 0, log[-4000:]
+    assert ok.status == "success" and slow.status == "canceled"
+    assert ok.checksum_ok and slow.checksum_ok and gitlab.violations == []

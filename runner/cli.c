@@ -33,6 +33,20 @@ cmd_usage_error(const char *usage, const char *fmt, ...)
 }
 
 int
+cmd_load_config(struct config *cfg, const char *flag_value, int flags)
+{
+	char *path = cmd_config_path(flag_value), *cause = NULL;
+	int rc = config_load(cfg, path, flags, &cause);
+
+	if (rc != 0) {
+		log_error("%s", cause);
+		free(cause);
+	}
+	free(path);
+	return rc;
+}
+
+int
 cmd_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
     const char *cmd, const char *usage)
 {

@@ -26,7 +26,7 @@ cmd_list(int argc, char **argv)
 	};
 	struct config cfg;
 	const char *config_flag = NULL;
-	char tok[LOG_TOKEN_SIZE], *path, *cause;
+	char tok[LOG_TOKEN_SIZE];
 	size_t i;
 	int ch;
 
@@ -52,14 +52,9 @@ cmd_list(int argc, char **argv)
 	if (cmd_no_arguments(argc, argv, "list", usage) != 0)
 		return 2;
 
-	path = cmd_config_path(config_flag);
-	if (config_load(&cfg, path, 0, &cause) != 0) {
-		log_error("%s", cause);
-		free(cause);
-		free(path);
+	if (cmd_load_config(&cfg, config_flag, 0) != 0)
 		return 1;
-	}
-	log_info("Listing configured runners%*sConfigFile=%s", 24, "", path);
+	log_info("Listing configured runners%*sConfigFile=%s", 24, "", cfg.path);
 	for (i = 0; i < cfg.n_runners; i++) {
 		const struct runner_config *rc = &cfg.runners[i];
 
@@ -68,10 +63,9 @@ cmd_list(int argc, char **argv)
 		    rc->executor, log_token(rc->token, tok), rc->url);
 		if (rc->problem != NULL)
 			log_warnx("%s:%d: runner \"%s\": %s; run and verify skip it",
-			    path, rc->line, rc->name, rc->problem);
+			    cfg.path, rc->line, rc->name, rc->problem);
 	}
 	fflush(stdout);
 	config_release(&cfg);
-	free(path);
 	return 0;
 }

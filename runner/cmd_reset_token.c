@@ -74,7 +74,7 @@ cmd_reset_token(int argc, char **argv)
 	struct reset_one *rs;
 	struct api_creds creds;
 	const char *config_flag = NULL, *pat = NULL;
-	char *path, *cause = NULL, *end, *label, *dir;
+	char *cause = NULL, *end, *label, *dir;
 	bool *chosen;
 	size_t i, changed = 0;
 	int ch, n, rc = 0;
@@ -114,18 +114,13 @@ cmd_reset_token(int argc, char **argv)
 	if (pat != NULL)
 		log_secret_add(pat);
 
-	path = cmd_config_path(config_flag);
-	if (config_load(&cfg, path, 0, &cause) != 0) {
-		log_error("%s", cause);
-		free(cause);
-		free(path);
+	if (cmd_load_config(&cfg, config_flag, 0) != 0)
 		return 1;
-	}
 	chosen = xcalloc(cfg.n_runners + 1, sizeof(bool));
 	rs = xcalloc(cfg.n_runners + 1, sizeof(*rs));
 	if ((n = cmd_select_runners(&cfg, &sel, chosen)) <= 0) {
 		if (n == 0)
-			log_error("no runner in %s matches", path);
+			log_error("no runner in %s matches", cfg.path);
 		rc = 1;
 		goto out;
 	}
@@ -136,7 +131,7 @@ cmd_reset_token(int argc, char **argv)
 	 */
 	dir = config_dir(&cfg);
 	if (access(dir, W_OK) != 0) {
-		log_error("%s: cannot save a new token there (%s): nothing was reset", path,
+		log_error("%s: cannot save a new token there (%s): nothing was reset", cfg.path,
 		    strerror(errno));
 		free(dir);
 		rc = 1;
@@ -178,11 +173,11 @@ cmd_reset_token(int argc, char **argv)
 	}
 	if (changed > 0) {
 		if (config_save(&cfg, &cause) != 0) {
-			log_error("%s: the new token%s could not be saved: %s", path,
+			log_error("%s: the new token%s could not be saved: %s", cfg.path,
 			    changed == 1 ? "" : "s", cause);
 			rc = 1;
 		} else
-			log_info("Updated %s", path);
+			log_info("Updated %s", cfg.path);
 	}
 	cmd_session_close(&s);
 out:
@@ -190,6 +185,5 @@ out:
 	free(chosen);
 	config_release(&cfg);
 	free(cause);
-	free(path);
 	return rc;
 }

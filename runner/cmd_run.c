@@ -534,7 +534,6 @@ cmd_run(int argc, char **argv)
 	struct run_options o = { .watch_config = true };
 	struct config cfg;
 	const char *config_flag = NULL, *workdir = NULL;
-	char *path, *cause = NULL;
 	int ch, rc;
 
 	opterr = 0;
@@ -568,14 +567,8 @@ cmd_run(int argc, char **argv)
 		log_error("run: cannot use %s as working directory: %s", workdir, strerror(errno));
 		return 1;
 	}
-	path = cmd_config_path(config_flag);
-	if (config_load(&cfg, path, 0, &cause) != 0) {
-		log_error("%s", cause);
-		free(cause);
-		free(path);
+	if (cmd_load_config(&cfg, config_flag, 0) != 0)
 		return 1;
-	}
-	free(path);
 	if (cfg.concurrent < 1) {
 		log_error("%s: concurrent is %" PRId64 ": it must be 1 or more", cfg.path,
 		    cfg.concurrent);

@@ -73,7 +73,7 @@ cmd_unregister(int argc, char **argv)
 	struct unreg_one *us, flag_one = { 0 };
 	struct api_creds creds;
 	const char *config_flag = NULL;
-	char *path, *cause = NULL, *dir, *system_id;
+	char *cause = NULL, *dir, *system_id;
 	bool *chosen, *done;
 	size_t i, removed = 0;
 	int ch, n, rc = 0;
@@ -106,13 +106,8 @@ cmd_unregister(int argc, char **argv)
 	if (sel.token != NULL)
 		log_secret_add(sel.token);
 
-	path = cmd_config_path(config_flag);
-	if (config_load(&cfg, path, CONFIG_ALLOW_MISSING, &cause) != 0) {
-		log_error("%s", cause);
-		free(cause);
-		free(path);
+	if (cmd_load_config(&cfg, config_flag, CONFIG_ALLOW_MISSING) != 0)
 		return 1;
-	}
 	chosen = xcalloc(cfg.n_runners + 1, sizeof(bool));
 	done = xcalloc(cfg.n_runners + 1, sizeof(bool));
 	us = xcalloc(cfg.n_runners + 1, sizeof(*us));
@@ -133,10 +128,10 @@ cmd_unregister(int argc, char **argv)
 
 		if (sel.name != NULL && *sel.name)
 			log_error("no runner named \"%s\" with the token %s in %s", sel.name,
-			    log_token(sel.token, tok), path);
+			    log_token(sel.token, tok), cfg.path);
 		else
 			log_error("no runner with the token %s in %s (give --url too to "
-			    "unregister it from GitLab anyway)", log_token(sel.token, tok), path);
+			    "unregister it from GitLab anyway)", log_token(sel.token, tok), cfg.path);
 		rc = 1;
 		goto out;
 	}
@@ -179,7 +174,7 @@ cmd_unregister(int argc, char **argv)
 			log_error("%s", cause);
 			rc = 1;
 		} else
-			log_info("Updated %s", path);
+			log_info("Updated %s", cfg.path);
 	}
 	cmd_session_close(&s);
 	free(system_id);
@@ -192,6 +187,5 @@ out:
 	free(chosen);
 	config_release(&cfg);
 	free(cause);
-	free(path);
 	return rc;
 }

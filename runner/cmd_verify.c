@@ -78,7 +78,7 @@ cmd_verify(int argc, char **argv)
 	struct verify_one *vs;
 	struct api_creds creds;
 	const char *config_flag = NULL;
-	char *path, *cause = NULL, *dir, *system_id, *label;
+	char *cause = NULL, *dir, *system_id, *label;
 	bool del = false, *chosen, *gone;
 	size_t i, removed = 0;
 	int ch, n, rc = 0;
@@ -104,13 +104,8 @@ cmd_verify(int argc, char **argv)
 	if (cmd_no_arguments(argc, argv, "verify", usage) != 0)
 		return 2;
 
-	path = cmd_config_path(config_flag);
-	if (config_load(&cfg, path, 0, &cause) != 0) {
-		log_error("%s", cause);
-		free(cause);
-		free(path);
+	if (cmd_load_config(&cfg, config_flag, 0) != 0)
 		return 1;
-	}
 	chosen = xcalloc(cfg.n_runners + 1, sizeof(bool));
 	gone = xcalloc(cfg.n_runners + 1, sizeof(bool));
 	vs = xcalloc(cfg.n_runners + 1, sizeof(*vs));
@@ -119,7 +114,7 @@ cmd_verify(int argc, char **argv)
 		goto out;
 	}
 	if (n == 0)
-		log_warnx("no runner in %s to verify", path);
+		log_warnx("no runner in %s to verify", cfg.path);
 
 	dir = config_dir(&cfg);
 	system_id = system_id_load(dir);
@@ -164,7 +159,7 @@ cmd_verify(int argc, char **argv)
 			log_error("%s", cause);
 			rc = 1;
 		} else
-			log_info("Updated %s: removed %zu runner%s GitLab no longer knows", path,
+			log_info("Updated %s: removed %zu runner%s GitLab no longer knows", cfg.path,
 			    removed, removed == 1 ? "" : "s");
 	}
 	cmd_session_close(&s);
@@ -175,6 +170,5 @@ out:
 	free(chosen);
 	config_release(&cfg);
 	free(cause);
-	free(path);
 	return rc;
 }

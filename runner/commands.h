@@ -64,6 +64,12 @@ int	cmd_no_arguments(int argc, char **argv, const char *cmd, const char *usage);
 char	*cmd_config_path(const char *flag_value);
 
 /*
+ * Load the config the -c/--config value names (or the default one).  On
+ * failure the reason is logged and -1 returned: the command exits 1.
+ */
+int	cmd_load_config(struct config *cfg, const char *flag_value, int flags);
+
+/*
  * A private loop and GitLab client for a command that makes a few calls
  * and waits for them: start calls with `pending` counted up, have their
  * callbacks count it down, and cmd_session_wait() runs the loop until it

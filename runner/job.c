@@ -865,6 +865,22 @@ struct recover_all {
 	struct recovery		*list;
 };
 
+/* Every entry is settled: free them and say so. */
+static void
+recovery_done(struct recover_all *all)
+{
+	struct recovery *r;
+
+	while ((r = all->list) != NULL) {
+		all->list = r->next;
+		journal_entry_release(&r->e);
+		free(r->path);
+		free(r);
+	}
+	all->done(all->arg);
+	free(all);
+}
+
 static void
 on_recovered(enum trace_final result, const char *last_answer, void *arg)
 {
@@ -887,16 +903,8 @@ on_recovered(enum trace_final result, const char *last_answer, void *arg)
 	if (r->log != NULL)
 		trace_log_close(r->log, false);
 	r->log = NULL;
-	if (--all->pending == 0) {
-		while ((r = all->list) != NULL) {
-			all->list = r->next;
-			journal_entry_release(&r->e);
-			free(r->path);
-			free(r);
-		}
-		all->done(all->arg);
-		free(all);
-	}
+	if (--all->pending == 0)
+		recovery_done(all);
 }
 
 void
@@ -981,16 +989,6 @@ job_recover(const struct job_env *env, const char *state_dir, const struct api_i
 	}
 	free(paths);
 	/* Release the hold: done comes now if there was nothing to do. */
-	if (--all->pending == 0) {
-		struct recovery *r;
-
-		while ((r = all->list) != NULL) {
-			all->list = r->next;
-			journal_entry_release(&r->e);
-			free(r->path);
-			free(r);
-		}
-		all->done(all->arg);
-		free(all);
-	}
+	if (--all->pending == 0)
+		recovery_done(all);
 }

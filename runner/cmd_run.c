@@ -53,6 +53,7 @@ struct run {
 	uv_timer_t	 recovery_wait;
 	struct metrics_server *metrics;
 	struct metrics_health health;
+	bool		 abandoning;	/* shutdown_timeout passed: jobs abandoned */
 	struct timespec	 config_mtime;
 	bool		 closed;
 };
@@ -266,12 +267,24 @@ static void
 on_shutdown_timeout(uv_timer_t *t)
 {
 	struct run *r = t->data;
+	struct poller *p;
 
+	if (r->abandoning) {
+		/* A stage outlived SIGKILL (a process in the kernel's hands): leave. */
+		log_error("jobs did not stop after SIGKILL; leaving them");
+		finish(r);
+		return;
+	}
 	log_error("shutdown_timeout: %u job%s not done; their reports stay in the journal "
 	    "under %s and are sent at the next start", r->d.jobs_running,
 	    r->d.jobs_running == 1 ? " is" : "s are", r->d.state_dir);
 	r->d.exit_code = 1;
-	finish(r);
+	r->abandoning = true;
+	/* Jobs end first, so that nothing they hold outlives the GitLab client. */
+	for (p = r->d.pollers; p != NULL; p = poller_next(p))
+		poller_abandon_jobs(p);
+	uv_timer_start(&r->shutdown, on_shutdown_timeout, 5000, 0);
+	daemon_slots_changed(&r->d);
 }
 
 static void

@@ -69,6 +69,8 @@ void		 poller_update(struct poller *p, struct runner_config *rc);
 void		 poller_stop(struct poller *p);
 /* Stop every job of this entry by force (runner_interrupted). */
 void		 poller_interrupt_jobs(struct poller *p);
+/* shutdown_timeout is over: job_abandon() every job of this entry. */
+void		 poller_abandon_jobs(struct poller *p);
 /* Free once stopped and without jobs; returns false while jobs remain. */
 bool		 poller_free_if_idle(struct poller *p);
 /* A slot may have freed: ask now if this entry was waiting for one. */

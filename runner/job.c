@@ -92,6 +92,7 @@ struct job {
 	bool			 interrupted;
 	bool			 dropped;	/* GitLab refused the job: no report */
 	bool			 canceled_at_pickup; /* before any stage ran */
+	bool			 abandoned;	/* shutdown_timeout: journal only, no GitLab */
 	const char		*failure_reason;
 	int			 exit_code;
 	char			*failure_text;
@@ -249,6 +250,8 @@ on_final(enum trace_final result, const char *last_answer, void *arg)
 {
 	struct job *job = arg;
 
+	if (job->state == JOB_DONE)
+		return;	/* abandoned: job_abandon() finished it */
 	switch (result) {
 	case TRACE_FINAL_ACCEPTED:
 		log_info("job %" PRId64 ": finished, %s; GitLab has the report", job_id(job),
@@ -290,6 +293,9 @@ report(struct job *job)
 	else
 		job_say(job, "\033[31;1mERROR: Job failed: %s", job->failure_text);
 	trace_log_finish(job->log);
+	/* The journal is about to say "finished": the log it names must be whole. */
+	if (trace_log_sync(job->log) != 0)
+		log_warn("job %" PRId64 ": cannot write the log to disk", job_id(job));
 
 	u.state = job->failed ? "failed" : "success";
 	if (job->failed) {
@@ -304,6 +310,12 @@ report(struct job *job)
 	job->journal.failure_reason = u.failure_reason != NULL ? xstrdup(u.failure_reason) : NULL;
 	job->journal.exit_code = u.exit_code;
 	write_journal(job);
+	if (job->abandoned) {
+		log_warnx("job %" PRId64 ": the runner is leaving: the report stays in %s for "
+		    "the next start", job_id(job), job->journal_path);
+		job_enter(job, JOB_DONE);
+		return;
+	}
 	trace_finish(job->trace, &u, on_final, job);
 }
 
@@ -573,6 +585,42 @@ job_interrupt(struct job *job)
 		return;
 	}
 	stop_stage(job, 1000);
+}
+
+void
+job_abandon(struct job *job)
+{
+	if (job->state == JOB_DONE || job->abandoned)
+		return;
+	job->abandoned = true;
+	job->interrupted = true;
+	job_fail(job, "runner_interrupted", 0, "aborted: the runner is shutting down");
+	switch (job->state) {
+	case JOB_ACKNOWLEDGING:
+		job_enter(job, JOB_REPORTING);
+		break;
+	case JOB_RUNNING:
+	case JOB_STOPPING:
+		/* on_stage_done() moves on to the report, which stops there. */
+		if (job->exec != NULL)
+			job->env.executor->cancel(job->exec, 0);
+		else
+			run_next_stage(job);
+		break;
+	case JOB_REPORTING: {
+		struct trace *t = job->trace;
+
+		/*
+		 * Closing the trace calls on_final() with TRACE_FINAL_CANCELED,
+		 * which keeps the journal and finishes the job.
+		 */
+		job->trace = NULL;
+		trace_close(t);
+		break;
+	}
+	case JOB_DONE:
+		break;
+	}
 }
 
 /* Directories the job needs; a failure is the runner's, not the script's. */

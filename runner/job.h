@@ -73,6 +73,13 @@ struct job	*job_start(const struct job_env *env, struct api_job *payload,
  */
 void		 job_interrupt(struct job *job);
 
+/*
+ * shutdown_timeout is over: kill the stage now, leave the final report in
+ * the journal for the next start, talk to GitLab no more.  done still
+ * comes, once, as soon as the stage's process is gone.
+ */
+void		 job_abandon(struct job *job);
+
 int64_t		 job_id(const struct job *job);
 /* Has the job's work ended (only its report is left to deliver)? */
 bool		 job_reporting(const struct job *job);

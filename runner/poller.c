@@ -444,6 +444,18 @@ poller_interrupt_jobs(struct poller *p)
 	}
 }
 
+void
+poller_abandon_jobs(struct poller *p)
+{
+	struct job_link *l, *next;
+
+	/* job_abandon() may call on_job_done() at once, which unlinks l. */
+	for (l = p->job_list; l != NULL; l = next) {
+		next = l->next;
+		job_abandon(l->job);
+	}
+}
+
 static void
 on_poller_closed(uv_handle_t *h)
 {

@@ -225,6 +225,9 @@ send_patch(struct trace *t)
 
 	if (len > PATCH_MAX)
 		len = PATCH_MAX;
+	if (trace_log_sync(t->log) != 0)
+		log_warn("job %" PRId64 ": cannot write the log to disk; a crash now would "
+		    "lose what GitLab is about to receive", t->ref.id);
 	bytes = xmalloc(len);
 	if ((n = trace_log_read(t->log, t->sent, bytes, len)) <= 0) {
 		log_warn("job %" PRId64 ": cannot read the log at %" PRIu64, t->ref.id, t->sent);

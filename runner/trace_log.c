@@ -617,6 +617,18 @@ trace_log_finish(struct trace_log *t)
 	return t->err;
 }
 
+int
+trace_log_sync(struct trace_log *t)
+{
+	int rc;
+
+	if (t->readonly || t->fd == -1)
+		return 0;
+	if ((rc = tl_flush(t)) != 0)
+		return rc;
+	return fdatasync(t->fd) == 0 ? 0 : -errno;
+}
+
 uint64_t
 trace_log_size(const struct trace_log *t)
 {

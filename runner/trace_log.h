@@ -71,6 +71,15 @@ int			 trace_log_printf(struct trace_log *t, const char *fmt, ...)
  */
 int			 trace_log_finish(struct trace_log *t);
 
+/*
+ * Put every byte written so far on disk (write buffer out, fdatasync).
+ * The sender calls it before a PATCH: GitLab must never hold a byte that a
+ * crash or a power cut could take from the file the journal points at,
+ * or the report sent after the restart would not describe GitLab's log.
+ * Returns 0 or -errno.
+ */
+int			 trace_log_sync(struct trace_log *t);
+
 uint64_t		 trace_log_size(const struct trace_log *t);	/* bytesize */
 uint32_t		 trace_log_crc32(const struct trace_log *t);	/* of those bytes */
 bool			 trace_log_truncated(const struct trace_log *t);	/* limit hit */

@@ -4,10 +4,13 @@
  * function per event (GitLab's acknowledgement, a stage's end, the
  * timeout, a cancel or abort from GitLab, a forced shutdown).
  *
- * The stages are data: the payload's steps in order, then after_script.
- * A failed step ends the steps; after_script still runs, also after a
- * graceful cancel (with CI_JOB_STATUS=canceled), but not after the job
- * timeout, an abort or a forced shutdown (protocol.md 9.4, 9.6).
+ * The stages are data: gitlab-runner's list (protocol.md 9.1), each with a
+ * kind that says when it runs.  A failure before or in the user steps
+ * ends them; after_script still runs, also after a graceful cancel (with
+ * CI_JOB_STATUS=canceled) or RUNNER_SCRIPT_TIMEOUT, but not after the job
+ * timeout, an abort or a forced shutdown (9.4, 9.6); cleanup always runs
+ * unless GitLab aborted the job.  The text of every stage comes from
+ * script.c, the variables and settings from vars.c.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,6 +25,7 @@
 #include "api/api.h"
 #include "executors/executor.h"
 #include "runner/buf.h"
+#include "runner/config.h"
 #include "runner/clock.h"
 #include "runner/info.h"
 #include "runner/job.h"
@@ -32,6 +36,7 @@
 #include "runner/script.h"
 #include "runner/trace.h"
 #include "runner/trace_log.h"
+#include "runner/vars.h"
 #include "runner/version.h"
 #include "runner/xmalloc.h"
 
@@ -53,10 +58,26 @@ static const char *const state_names[] = {
 	"acknowledging", "running", "stopping", "reporting", "done",
 };
 
+/* When a stage runs (see stage_wanted()). */
+enum stage_kind {
+	STAGE_PRE,	/* prepare_script, get_sources, restore_cache, download_artifacts */
+	STAGE_USER,	/* step_<name> */
+	STAGE_AFTER,	/* after_script */
+	STAGE_POST,	/* archive_cache, upload_artifacts */
+	STAGE_CLEANUP,	/* cleanup_file_variables */
+};
+
 struct stage {
-	const struct api_step	*step;
-	char			*name;		/* step_script, after_script, ... */
-	bool			 after_script;
+	enum script_stage	 which;
+	enum stage_kind		 kind;
+	const struct api_step	*step;		/* user steps and after_script */
+};
+
+/* What the stage timer is timing. */
+enum stage_timer_mode {
+	TIMER_OFF,
+	TIMER_SCRIPT,		/* RUNNER_SCRIPT_TIMEOUT: all user steps together */
+	TIMER_AFTER_SCRIPT,	/* RUNNER_AFTER_SCRIPT_TIMEOUT */
 };
 
 struct job {
@@ -78,6 +99,14 @@ struct job {
 	struct stage		*stages;
 	size_t			 n_stages;
 	size_t			 stage;		/* running or last run */
+	struct job_prep		 prep;		/* variables, settings, directories */
+	struct script_job	 sj;		/* what every stage's text is made from */
+	struct script_var	*svars;		/* prep's variables as script.c takes them */
+	size_t			 n_svars;
+	char			*repo_url, *remote_url, *server_host, *ca_var_path;
+	bool			 user_phase;	/* the user steps were reached */
+	uv_timer_t		 stage_timer;
+	enum stage_timer_mode	 timer_mode;
 	char			*project_dir;
 	char			*journal_path;
 	char			*log_path;
@@ -92,6 +121,10 @@ struct job {
 	bool			 interrupted;
 	bool			 dropped;	/* GitLab refused the job: no report */
 	bool			 canceled_at_pickup; /* before any stage ran */
+	bool			 script_timed_out; /* RUNNER_SCRIPT_TIMEOUT */
+	char			*prep_error;	/* the job cannot run (GIT_CLONE_PATH refused...) */
+	struct strv		 pre_hooks, post_hooks;	/* pre/post_get_sources_script lines */
+	char			 user_agent[96];
 	bool			 abandoned;	/* shutdown_timeout: journal only, no GitLab */
 	const char		*failure_reason;
 	int			 exit_code;
@@ -115,6 +148,12 @@ job_settings_release(struct job_settings *s)
 	free(s->user);
 	free(s->pre_build_script);
 	free(s->post_build_script);
+	free(s->pre_get_sources_script);
+	free(s->post_get_sources_script);
+	free(s->clone_url);
+	free(s->tls_ca_file);
+	free(s->tls_cert_file);
+	free(s->tls_key_file);
 	free(s->state_dir);
 	strv_release(&s->environment);
 	memset(s, 0, sizeof(*s));
@@ -223,13 +262,19 @@ static void
 on_timeout_closed(uv_handle_t *h)
 {
 	struct job *job = h->data;
-	size_t i;
 
 	if (--job->open_handles > 0)
 		return;
-	for (i = 0; i < job->n_stages; i++)
-		free(job->stages[i].name);
 	free(job->stages);
+	free(job->svars);
+	job_prep_release(&job->prep);
+	free(job->repo_url);
+	free(job->remote_url);
+	free(job->server_host);
+	free(job->ca_var_path);
+	free(job->prep_error);
+	strv_release(&job->pre_hooks);
+	strv_release(&job->post_hooks);
 	api_job_free(job->payload);
 	job_settings_release(&job->set);
 	runner_info_release(&job->info);
@@ -321,77 +366,6 @@ report(struct job *job)
 
 /* ---- stages ---- */
 
-static const char *
-variable(const struct job *job, const char *key)
-{
-	const char *v = NULL;
-	size_t i;
-
-	/* The last one of a key wins, as GitLab orders them. */
-	for (i = 0; i < job->payload->n_variables; i++)
-		if (job->payload->variables[i].key != NULL &&
-		    strcmp(job->payload->variables[i].key, key) == 0)
-			v = job->payload->variables[i].value;
-	return v;
-}
-
-static void
-env_set(struct strv *env, const char *key, const char *value)
-{
-	size_t i, klen = strlen(key);
-
-	for (i = 0; i < env->n; i++)
-		if (strncmp(env->v[i], key, klen) == 0 && env->v[i][klen] == '=') {
-			free(env->v[i]);
-			env->v[i] = xasprintf("%s=%s", key, value);
-			return;
-		}
-	strv_push_owned(env, xasprintf("%s=%s", key, value));
-}
-
-/* The environment of a stage: the daemon's, then the runner's, then the job's. */
-static void
-stage_env(struct job *job, const char *status, struct strv *env)
-{
-	char num[32];
-	char **e;
-	size_t i;
-
-	for (e = environ; *e != NULL; e++)
-		strv_push(env, *e);
-	env_set(env, "CI_SERVER", "yes");
-	env_set(env, "CI_BUILDS_DIR", job->set.builds_dir);
-	env_set(env, "CI_PROJECT_DIR", job->project_dir);
-	snprintf(num, sizeof(num), "%d", job->set.concurrent_id);
-	env_set(env, "CI_CONCURRENT_ID", num);
-	env_set(env, "CI_CONCURRENT_PROJECT_ID", num);
-	env_set(env, "CI_RUNNER_SHORT_TOKEN", job->set.short_token);
-	env_set(env, "CI_RUNNER_VERSION", version_number());
-	env_set(env, "CI_RUNNER_REVISION", version_revision());
-	snprintf(num, sizeof(num), "%s/%s", version_os(), version_arch());
-	env_set(env, "CI_RUNNER_EXECUTABLE_ARCH", num);
-	env_set(env, "CI_SHARED_ENVIRONMENT", "true");
-	snprintf(num, sizeof(num), "%" PRId64, job->payload->runner_info.timeout > 0 ?
-	    job->payload->runner_info.timeout : DEFAULT_JOB_TIMEOUT_S);
-	env_set(env, "CI_JOB_TIMEOUT", num);
-	for (i = 0; i < job->set.environment.n; i++) {
-		char *kv = job->set.environment.v[i], *eq = strchr(kv, '=');
-
-		if (eq != NULL) {
-			*eq = '\0';
-			env_set(env, kv, eq + 1);
-			*eq = '=';
-		}
-	}
-	for (i = 0; i < job->payload->n_variables; i++) {
-		const struct api_variable *v = &job->payload->variables[i];
-
-		if (v->key != NULL && *v->key != '\0' && strchr(v->key, '=') == NULL)
-			env_set(env, v->key, v->value != NULL ? v->value : "");
-	}
-	env_set(env, "CI_JOB_STATUS", status);
-}
-
 static void
 on_output(int stream, const char *data, size_t len, void *arg)
 {
@@ -413,95 +387,168 @@ section(struct job *job, const char *edge, const char *name)
 	trace_log_write(job->log, TRACE_RUNNER, line, (size_t)n);
 }
 
+/* gitlab-runner's titles, printed before a stage runs. */
+static const char *
+stage_title(const struct stage *st, bool failed)
+{
+	switch (st->which) {
+	case SCRIPT_PREPARE:			return "Preparing environment";
+	case SCRIPT_GET_SOURCES:		return "Getting source from Git repository";
+	case SCRIPT_RESTORE_CACHE:		return "Restoring cache";
+	case SCRIPT_DOWNLOAD_ARTIFACTS:		return "Downloading artifacts";
+	case SCRIPT_STEP:			return NULL;	/* named after the step */
+	case SCRIPT_AFTER_SCRIPT:		return "Running after_script";
+	case SCRIPT_ARCHIVE_CACHE:		return failed ? "Saving cache for failed job" :
+						    "Saving cache for successful job";
+	case SCRIPT_UPLOAD_ARTIFACTS:		return failed ? "Uploading artifacts for failed job" :
+						    "Uploading artifacts for successful job";
+	case SCRIPT_CLEANUP:			return "Cleaning up project directory and file "
+						    "based variables";
+	}
+	return "";
+}
+
+static void	on_stage_timer(uv_timer_t *);
+
+static void
+stage_timer_start(struct job *job, enum stage_timer_mode mode, int64_t ns)
+{
+	job->timer_mode = mode;
+	uv_timer_start(&job->stage_timer, on_stage_timer, (uint64_t)(ns / 1000000), 0);
+}
+
+static void
+stage_timer_stop(struct job *job)
+{
+	job->timer_mode = TIMER_OFF;
+	uv_timer_stop(&job->stage_timer);
+}
+
 static void
 on_stage_done(int status, int exit_code, void *arg)
 {
 	struct job *job = arg;
 	struct stage *st = &job->stages[job->stage];
-	const char *ignore;
+	char name[64];
 
 	job->exec = NULL;
-	section(job, "end", st->name);
+	script_stage_name(&job->sj, st->which, name, sizeof(name));
+	section(job, "end", name);
 	if (job->state == JOB_DONE)
 		return;
+	if (job->timer_mode == TIMER_AFTER_SCRIPT)
+		stage_timer_stop(job);
 	if (status < 0)
-		job_fail(job, "runner_system_failure", 0, "%s: %s", st->name, strerror(-status));
-	else if (exit_code != 0 && st->after_script) {
-		ignore = variable(job, "AFTER_SCRIPT_IGNORE_ERRORS");
-		if (ignore != NULL && strcmp(ignore, "false") == 0)
-			job_fail(job, "script_failure", exit_code, "after_script: exit code %d",
-			    exit_code);
-		else
-			job_say(job, "\033[0;33mWARNING: after_script failed, but the job "
-			    "continues: exit code %d", exit_code);
-	} else if (exit_code != 0)
-		job_fail(job, "script_failure", exit_code, "exit code %d", exit_code);
+		job_fail(job, "runner_system_failure", 0, "%s: %s", name, strerror(-status));
+	else if (exit_code != 0) {
+		switch (st->kind) {
+		case STAGE_PRE:
+		case STAGE_USER:
+			job_fail(job, "script_failure", exit_code, "exit code %d", exit_code);
+			break;
+		case STAGE_AFTER:
+			if (!job->prep.settings.after_script_ignore_errors)
+				job_fail(job, "script_failure", exit_code,
+				    "after_script: exit code %d", exit_code);
+			else
+				job_say(job, "\033[0;33mWARNING: after_script failed, but the job "
+				    "continues: exit code %d", exit_code);
+			break;
+		case STAGE_POST:
+		case STAGE_CLEANUP:
+			job_say(job, "\033[0;33mWARNING: %s failed: exit code %d", name, exit_code);
+			break;
+		}
+	}
 	run_next_stage(job);
 }
 
-/* Whether stages[i] runs, given how the job went so far. */
+/* Whether a stage runs, given how the job went so far. */
 static bool
 stage_wanted(const struct job *job, const struct stage *st)
 {
-	if (job->timed_out || job->aborted || job->interrupted)
-		return false;
-	if (st->after_script)
-		return true;
-	return !job->failed && !job->canceled;
+	bool stopped = job->timed_out || job->aborted || job->interrupted;
+
+	switch (st->kind) {
+	case STAGE_PRE:
+	case STAGE_USER:
+		return !stopped && !job->failed && !job->canceled;
+	case STAGE_AFTER:
+	case STAGE_POST:
+		return !stopped && job->user_phase;
+	case STAGE_CLEANUP:
+		return !job->aborted && !job->abandoned;
+	}
+	return false;
 }
 
 static void
 run_next_stage(struct job *job)
 {
-	struct strv env = { 0 };
-	struct script_step s = { 0 };
 	const struct executor_ops *ex = job->env.executor;
 	struct exec_stage es;
-	struct stage *st;
-	char *script, *cause = NULL;
+	struct stage *st = NULL;
+	struct script_var status_var;
+	const char *title;
+	char *script = NULL, *cause = NULL, name[64];
 	size_t i;
 
-	for (i = job->state == JOB_ACKNOWLEDGING ? 0 : job->stage + 1; i < job->n_stages; i++)
-		if (stage_wanted(job, &job->stages[i]))
-			break;
+	for (i = job->state == JOB_ACKNOWLEDGING ? 0 : job->stage + 1; i < job->n_stages; i++) {
+		st = &job->stages[i];
+		if (!stage_wanted(job, st))
+			continue;
+		job->sj.step_name = st->step != NULL && st->step->name != NULL ?
+		    st->step->name : "script";
+		job->sj.commands.v = st->step != NULL ? (const char *const *)st->step->script.v : NULL;
+		job->sj.commands.n = st->step != NULL ? st->step->script.n : 0;
+		job->sj.on_failure = job->failed;
+		/* after_script sees how the job went: the last export wins. */
+		job->svars[job->n_svars].key = "CI_JOB_STATUS";
+		status_var.value = job->canceled ? "canceled" : job->failed ? "failed" : "success";
+		job->svars[job->n_svars].value = st->kind == STAGE_AFTER ? status_var.value : "running";
+		job->svars[job->n_svars].file = false;
+		job->sj.n_vars = job->n_svars + 1;
+		if ((script = script_stage(&job->sj, st->which)) != NULL)
+			break;	/* NULL: nothing to do, skipped without a section */
+	}
 	if (i >= job->n_stages) {
+		stage_timer_stop(job);
 		job_enter(job, JOB_REPORTING);
 		return;
 	}
 	job->stage = i;
-	st = &job->stages[i];
 	if (job->state != JOB_RUNNING)
 		job_enter(job, JOB_RUNNING);
+	if (st->kind == STAGE_USER && !job->user_phase) {
+		job->user_phase = true;
+		if (job->prep.settings.script_timeout_ns > 0)
+			stage_timer_start(job, TIMER_SCRIPT, job->prep.settings.script_timeout_ns);
+	} else if (st->kind != STAGE_USER && job->timer_mode == TIMER_SCRIPT)
+		stage_timer_stop(job);
+	if (st->kind == STAGE_AFTER)
+		stage_timer_start(job, TIMER_AFTER_SCRIPT,
+		    job->prep.settings.after_script_timeout_ns);
 
-	section(job, "start", st->name);
-	job_say(job, "\033[36;1m%s", st->after_script ? "Running after_script" :
-	    "Executing \"step_script\" stage of the job script");
-	stage_env(job, st->after_script ? (job->canceled ? "canceled" : job->failed ?
-	    "failed" : "success") : "running", &env);
-	s.shell = job->set.shell;
-	s.dir = job->project_dir;
-	s.commands = (const char *const *)st->step->script.v;
-	s.n_commands = st->step->script.n;
-	if (!st->after_script) {
-		s.before = job->set.pre_build_script;
-		s.after = job->set.post_build_script;
-	}
-	script = script_step(&s);
+	script_stage_name(&job->sj, st->which, name, sizeof(name));
+	section(job, "start", name);
+	if ((title = stage_title(st, job->failed)) != NULL)
+		job_say(job, "\033[36;1m%s", title);
+	else
+		job_say(job, "\033[36;1mExecuting \"%s\" stage of the job script", name);
 	memset(&es, 0, sizeof(es));
-	es.name = st->name;
+	es.name = name;
 	es.shell = job->set.shell;
 	es.script = script;
-	es.env = env.v;
-	es.cwd = job->project_dir;
+	es.env = environ;	/* the job's variables are exported by the script */
+	es.cwd = NULL;
 	es.user = job->set.user;
 	job->exec = ex->start(job->env.loop, &es, on_output, on_stage_done, job, &cause);
 	explicit_bzero(script, strlen(script));
 	free(script);
-	strv_release(&env);
 	if (job->exec == NULL) {
 		job_fail(job, "runner_system_failure", 0, "%s", cause);
 		free(cause);
-		section(job, "end", st->name);
+		section(job, "end", name);
 		run_next_stage(job);
 	}
 }
@@ -550,13 +597,13 @@ on_cancel_requested(void *arg)
 	if (job->state != JOB_RUNNING)
 		return;
 	st = &job->stages[job->stage];
-	if (st->after_script)
+	if (st->kind != STAGE_USER && st->kind != STAGE_PRE)
 		return;
 	job->canceled = true;
 	job_fail(job, "job_canceled", 0, "canceled");
 	job_say(job, "\033[0;33mWARNING: script canceled externally (UI, API)");
-	log_info("job %" PRId64 ": canceled in GitLab: stopping %s, then after_script",
-	    job_id(job), st->name);
+	log_info("job %" PRId64 ": canceled in GitLab: stopping the job's script, then "
+	    "after_script", job_id(job));
 	stop_stage(job, kill_grace(job));
 }
 
@@ -571,6 +618,28 @@ on_aborted(void *arg)
 	job_fail(job, "job_canceled", 0, "aborted: the job was canceled or failed in GitLab");
 	log_info("job %" PRId64 ": GitLab ended the job: stopping it", job_id(job));
 	stop_stage(job, kill_grace(job));
+}
+
+static void
+on_stage_timer(uv_timer_t *t)
+{
+	struct job *job = t->data;
+	enum stage_timer_mode mode = job->timer_mode;
+
+	job->timer_mode = TIMER_OFF;
+	if (job->state != JOB_RUNNING || job->exec == NULL)
+		return;
+	if (mode == TIMER_SCRIPT) {
+		/* Only the user steps end; after_script and cleanup still run (9.4). */
+		job->script_timed_out = true;
+		job_fail(job, "job_execution_timeout", 0, "the script took longer than "
+		    "RUNNER_SCRIPT_TIMEOUT");
+		stop_stage(job, kill_grace(job));
+	} else if (mode == TIMER_AFTER_SCRIPT) {
+		job_say(job, "\033[0;33mWARNING: after_script took longer than "
+		    "RUNNER_AFTER_SCRIPT_TIMEOUT: stopping it");
+		job->env.executor->cancel(job->exec, kill_grace(job));
+	}
 }
 
 void
@@ -627,7 +696,7 @@ job_abandon(struct job *job)
 static int
 prepare_dirs(struct job *job)
 {
-	char *p, *copy = xstrdup(job->project_dir);
+	char *p, *copy = xstrdup(job->set.builds_dir);
 
 	for (p = copy + 1; *p != '\0'; p++) {
 		if (*p != '/')
@@ -642,8 +711,8 @@ prepare_dirs(struct job *job)
 	free(copy);
 	return 0;
 fail:
-	job_fail(job, "runner_system_failure", 0, "cannot create %s: %s (check builds_dir)",
-	    copy, strerror(errno));
+	job_fail(job, "runner_system_failure", 0, "cannot create the builds directory %s: %s "
+	    "(check builds_dir and that this user may write there)", copy, strerror(errno));
 	free(copy);
 	return -1;
 }
@@ -693,6 +762,12 @@ on_acknowledged(enum api_update_result result, const struct api_answer *answer,
 		job_enter(job, JOB_REPORTING);
 		return;
 	}
+	if (job->prep_error != NULL) {
+		job_say(job, "\033[31;1mERROR: %s", job->prep_error);
+		job_fail(job, "runner_configuration_error", 0, "%s", job->prep_error);
+		job_enter(job, JOB_REPORTING);
+		return;
+	}
 	run_next_stage(job);
 }
 
@@ -706,6 +781,7 @@ job_enter(struct job *job, enum job_state to)
 	switch (to) {
 	case JOB_REPORTING:
 		uv_timer_stop(&job->timeout);
+		stage_timer_stop(job);
 		report(job);
 		break;
 	case JOB_DONE:
@@ -720,6 +796,7 @@ job_enter(struct job *job, enum job_state to)
 		job->log = NULL;
 		job->done(job, job->arg);
 		uv_close((uv_handle_t *)&job->timeout, on_timeout_closed);
+		uv_close((uv_handle_t *)&job->stage_timer, on_timeout_closed);
 		break;
 	case JOB_ACKNOWLEDGING:
 	case JOB_RUNNING:
@@ -733,62 +810,177 @@ job_enter(struct job *job, enum job_state to)
 static struct masker *
 make_masker(const struct job *job)
 {
-	const char **phrases = xcalloc(job->payload->n_variables + 2, sizeof(char *));
 	const char **prefixes = xcalloc(MAX_TOKEN_PREFIXES + 1, sizeof(char *));
 	const char *const *def = masker_default_prefixes(job->set.mask_all_tokens);
-	size_t i, np = 0, nx = 0;
+	struct strv phrases = { 0 };
 	struct masker *m;
+	size_t i, nx = 0;
 
-	for (i = 0; i < job->payload->n_variables; i++)
-		if (job->payload->variables[i].masked && job->payload->variables[i].value != NULL)
-			phrases[np++] = job->payload->variables[i].value;
+	job_vars_masked(&job->prep.vars, &phrases);
 	/* The job token is a secret whatever the variables say. */
-	phrases[np++] = job->payload->token;
+	strv_push(&phrases, job->payload->token);
 	for (i = 0; def[i] != NULL && nx < MAX_TOKEN_PREFIXES; i++)
 		prefixes[nx++] = def[i];
 	for (i = 0; i < job->payload->features.token_mask_prefixes.n && nx < MAX_TOKEN_PREFIXES; i++)
 		prefixes[nx++] = job->payload->features.token_mask_prefixes.v[i];
-	m = masker_new(phrases, np, prefixes, nx, true);
-	free(phrases);
+	m = masker_new((const char *const *)phrases.v, phrases.n, prefixes, nx, true);
+	strv_release(&phrases);
 	free(prefixes);
 	return m;
 }
 
+static void
+add_stage(struct job *job, enum script_stage which, enum stage_kind kind,
+    const struct api_step *step)
+{
+	job->stages[job->n_stages].which = which;
+	job->stages[job->n_stages].kind = kind;
+	job->stages[job->n_stages++].step = step;
+}
+
+/* gitlab-runner's stages in order (protocol.md 9.1). */
 static void
 build_stages(struct job *job)
 {
 	const struct api_step *after = NULL;
 	size_t i;
 
-	job->stages = xcalloc(job->payload->n_steps + 1, sizeof(*job->stages));
+	job->stages = xcalloc(job->payload->n_steps + 9, sizeof(*job->stages));
+	add_stage(job, SCRIPT_PREPARE, STAGE_PRE, NULL);
+	add_stage(job, SCRIPT_GET_SOURCES, STAGE_PRE, NULL);
+	add_stage(job, SCRIPT_RESTORE_CACHE, STAGE_PRE, NULL);
+	add_stage(job, SCRIPT_DOWNLOAD_ARTIFACTS, STAGE_PRE, NULL);
 	for (i = 0; i < job->payload->n_steps; i++) {
 		const struct api_step *step = &job->payload->steps[i];
 
-		if (step->name != NULL && strcmp(step->name, "after_script") == 0) {
+		if (step->name != NULL && strcmp(step->name, "after_script") == 0)
 			after = step;
-			continue;
-		}
-		job->stages[job->n_stages].step = step;
-		job->stages[job->n_stages++].name = xasprintf("step_%s",
-		    step->name != NULL ? step->name : "script");
+		else
+			add_stage(job, SCRIPT_STEP, STAGE_USER, step);
 	}
-	if (after != NULL && after->script.n > 0) {
-		job->stages[job->n_stages].step = after;
-		job->stages[job->n_stages].after_script = true;
-		job->stages[job->n_stages++].name = xstrdup("after_script");
+	if (after != NULL)
+		add_stage(job, SCRIPT_AFTER_SCRIPT, STAGE_AFTER, after);
+	add_stage(job, SCRIPT_ARCHIVE_CACHE, STAGE_POST, NULL);
+	add_stage(job, SCRIPT_UPLOAD_ARTIFACTS, STAGE_POST, NULL);
+	add_stage(job, SCRIPT_CLEANUP, STAGE_CLEANUP, NULL);
+}
+
+/*
+ * Where git fetches from: the payload's URL (it carries the job token as
+ * userinfo) or clone_url with the project path; origin gets the same
+ * without the token, which only the tmp git config holds.
+ */
+static void
+git_urls(struct job *job)
+{
+	const char *url = job->payload->git_info.repo_url != NULL ?
+	    job->payload->git_info.repo_url : "";
+	const char *path = job->payload->job_info.project_full_path;
+	const char *scheme_end, *at, *host_end;
+	char *base;
+
+	if (job->set.clone_url != NULL && *job->set.clone_url != '\0') {
+		base = xstrdup(job->set.clone_url);
+		while (*base && base[strlen(base) - 1] == '/')
+			base[strlen(base) - 1] = '\0';
+		job->remote_url = xasprintf("%s/%s.git", base, path != NULL ? path : "");
+		free(base);
+	} else if ((scheme_end = strstr(url, "://")) != NULL &&
+	    (at = strchr(scheme_end + 3, '@')) != NULL &&
+	    at < scheme_end + 3 + strcspn(scheme_end + 3, "/")) {
+		job->remote_url = xasprintf("%.*s%s", (int)(scheme_end + 3 - url), url, at + 1);
+	} else
+		job->remote_url = xstrdup(url);
+	if ((scheme_end = strstr(job->remote_url, "://")) != NULL) {
+		job->repo_url = xasprintf("%.*sgitlab-ci-token:%s@%s",
+		    (int)(scheme_end + 3 - job->remote_url), job->remote_url,
+		    job->payload->token, scheme_end + 3);
+		host_end = scheme_end + 3 + strcspn(scheme_end + 3, "/");
+		job->server_host = xasprintf("%.*s", (int)(host_end - job->remote_url),
+		    job->remote_url);
+	} else {
+		job->repo_url = xstrdup(job->remote_url);
+		job->server_host = xstrdup("");
 	}
+}
+
+/* What every stage's text is made from: filled once, per stage the step. */
+static void
+fill_script_job(struct job *job, const struct runner_config *rc)
+{
+	struct script_job *sj = &job->sj;
+	const struct build_settings *bs = &job->prep.settings;
+	size_t i;
+
+	git_urls(job);
+	job->n_svars = job_vars_script(&job->prep.vars, &job->svars);
+	/* One more slot: CI_JOB_STATUS, set per stage in run_next_stage(). */
+	job->svars = xreallocarray(job->svars, job->n_svars + 1, sizeof(*job->svars));
+	for (i = 0; i < job->n_svars; i++)
+		if (strcmp(job->svars[i].key, "CI_SERVER_TLS_CA_FILE") == 0)
+			job->ca_var_path = xasprintf("%s/CI_SERVER_TLS_CA_FILE",
+			    job->prep.dirs.tmp_dir);
+	sj->shell = job->set.shell;
+	sj->builds_dir = job->set.builds_dir;
+	sj->project_dir = job->prep.dirs.project_dir;
+	sj->tmp_dir = job->prep.dirs.tmp_dir;
+	sj->vars = job->svars;
+	sj->n_vars = job->n_svars;
+	sj->debug_trace = bs->debug_trace;
+	sj->script_sections = job->payload->features.trace_sections &&
+	    config_feature_flag(rc, "FF_SCRIPT_SECTIONS");
+	sj->exit_code_check = config_feature_flag(rc, "FF_ENABLE_BASH_EXIT_CODE_CHECK");
+	sj->git_strategy = bs->git_strategy;
+	sj->repo_url = job->repo_url;
+	sj->remote_url = job->remote_url;
+	sj->server_host = job->server_host;
+	sj->sha = job->payload->git_info.sha != NULL ? job->payload->git_info.sha : "";
+	sj->ref = job->payload->git_info.ref != NULL ? job->payload->git_info.ref : "";
+	sj->refspecs.v = (const char *const *)job->payload->git_info.refspecs.v;
+	sj->refspecs.n = job->payload->git_info.refspecs.n;
+	sj->depth = bs->git_depth;
+	sj->checkout = bs->git_checkout;
+	sj->clean_flags = bs->git_clean_flags;
+	sj->fetch_flags = bs->git_fetch_flags;
+	sj->clone_flags = bs->git_clone_flags;
+	sj->submodule_strategy = bs->submodule_strategy;
+	sj->submodule_paths = bs->submodule_paths;
+	sj->submodule_update_flags = bs->submodule_update_flags;
+	sj->submodule_depth = bs->submodule_depth;
+	sj->get_sources_attempts = bs->get_sources_attempts;
+	sj->user_agent = job->user_agent;
+	sj->ca_file = job->ca_var_path != NULL ? job->ca_var_path : "";
+	sj->pre_build_script = job->set.pre_build_script;
+	sj->post_build_script = job->set.post_build_script;
+	/* Hooks: config.toml's pre first and post last, the payload's inside. */
+	strv_push(&job->pre_hooks, job->set.pre_get_sources_script);
+	for (i = 0; i < job->payload->n_hooks; i++) {
+		const struct api_hook *h = &job->payload->hooks[i];
+		struct strv *to = h->name == NULL ? NULL :
+		    strcmp(h->name, "pre_get_sources_script") == 0 ? &job->pre_hooks :
+		    strcmp(h->name, "post_get_sources_script") == 0 ? &job->post_hooks : NULL;
+		size_t k;
+
+		for (k = 0; to != NULL && k < h->script.n; k++)
+			strv_push(to, h->script.v[k]);
+	}
+	strv_push(&job->post_hooks, job->set.post_get_sources_script);
+	sj->pre_get_sources.v = (const char *const *)job->pre_hooks.v;
+	sj->pre_get_sources.n = job->pre_hooks.n;
+	sj->post_get_sources.v = (const char *const *)job->post_hooks.v;
+	sj->post_get_sources.n = job->post_hooks.n;
 }
 
 struct job *
 job_start(const struct job_env *env, struct api_job *payload, struct job_settings *settings,
-    const struct api_creds *creds, struct runner_info *info, job_done_cb *done, void *arg)
+    const struct api_creds *creds, struct runner_info *info, const struct runner_config *rc,
+    job_done_cb *done, void *arg)
 {
 	struct job *job = xcalloc(1, sizeof(*job));
 	struct trace_log_config lc = { 0 };
 	struct trace_params tp = { 0 };
 	struct api_job_update ack = { .state = "running" };
-	const char *path = payload->job_info.project_full_path;
-	char *jdir, *cause = NULL, *p;
+	char *jdir, *cause = NULL;
 	int64_t timeout_s;
 	int i;
 
@@ -812,14 +1004,41 @@ job_start(const struct job_env *env, struct api_job *payload, struct job_setting
 	job->state = JOB_ACKNOWLEDGING;
 	uv_timer_init(env->loop, &job->timeout);
 	job->timeout.data = job;
-	job->open_handles = 1;
+	uv_timer_init(env->loop, &job->stage_timer);
+	job->stage_timer.data = job;
+	job->open_handles = 2;
+	snprintf(job->user_agent, sizeof(job->user_agent), "runner %s %s/%s", version_number(),
+	    version_os(), version_arch());
 
-	/* <builds>/<short token>/<concurrent id>/<namespace>/<project> */
-	job->project_dir = xasprintf("%s/%s/%d/%s", job->set.builds_dir, job->set.short_token,
-	    job->set.concurrent_id, path != NULL && *path != '\0' ? path : "project");
-	for (p = job->project_dir; (p = strstr(p, "/..")) != NULL; p++)
-		p[1] = '_';	/* a project path cannot lead out of builds_dir */
+	/* Variables, settings and directories, as gitlab-runner works them out (vars.c). */
+	{
+		struct job_vars_input in = { 0 };
+		char arch[64];
+
+		snprintf(arch, sizeof(arch), "%s/%s", version_os(), version_arch());
+		in.short_token = job->set.short_token;
+		in.builds_dir = job->set.builds_dir;
+		in.concurrent_id = job->set.concurrent_id;
+		in.concurrent_project_id = job->set.concurrent_id;
+		in.job_timeout = payload->runner_info.timeout;
+		in.environment = &job->set.environment;
+		in.rc = rc;
+		in.shared_env = true;
+		in.tls_ca_file = job->set.tls_ca_file;
+		in.tls_cert_file = job->set.tls_cert_file;
+		in.tls_key_file = job->set.tls_key_file;
+		in.version = version_number();
+		in.revision = version_revision();
+		in.arch = arch;
+		if (job_prepare(&job->prep, payload, &in, &cause) != 0) {
+			job->prep_error = cause;
+			cause = NULL;
+		}
+	}
+	job->project_dir = xstrdup(job->prep.dirs.project_dir != NULL ?
+	    job->prep.dirs.project_dir : job->set.builds_dir);
 	build_stages(job);
+	fill_script_job(job, rc);
 
 	if ((jdir = journal_dir(job->set.state_dir, &cause)) == NULL) {
 		log_error("job %" PRId64 ": %s", payload->id, cause);

@@ -17,6 +17,7 @@
 
 struct job;
 struct executor_ops;
+struct runner_config;
 struct runner_info;
 
 /*
@@ -32,6 +33,12 @@ struct job_settings {
 	char		*user;		/* run stages as this user (--user), or NULL */
 	char		*pre_build_script;
 	char		*post_build_script;
+	char		*pre_get_sources_script;
+	char		*post_get_sources_script;
+	char		*clone_url;	/* [[runners]] clone_url, or "" */
+	char		*tls_ca_file;	/* its content becomes CI_SERVER_TLS_CA_FILE */
+	char		*tls_cert_file;
+	char		*tls_key_file;
 	struct strv	 environment;	/* [[runners]] environment */
 	uint64_t	 output_limit;	/* bytes */
 	int64_t		 retry_limit;	/* job_status_final_update_retry_limit */
@@ -59,13 +66,15 @@ typedef void	job_done_cb(struct job *job, void *arg);
 
 /*
  * Start a job received from GitLab.  Takes payload; settings and info are
- * moved in (the caller's structs are left empty); creds are copied.  done
+ * moved in (the caller's structs are left empty); creds are copied; rc (the
+ * entry: feature flags, custom_build_dir) is read during the call only.  done
  * is called once, when GitLab has the final report, when the job was
  * dropped, or when reporting gave up; the job is freed after done returns.
  */
 struct job	*job_start(const struct job_env *env, struct api_job *payload,
 		    struct job_settings *settings, const struct api_creds *creds,
-		    struct runner_info *info, job_done_cb *done, void *arg);
+		    struct runner_info *info, const struct runner_config *rc,
+		    job_done_cb *done, void *arg);
 
 /*
  * The runner is stopping by force (SIGTERM, SIGINT): stop the job, fail it

@@ -220,6 +220,12 @@ start_job(struct poller *p, struct api_job *payload)
 	s.user = d->user != NULL ? xstrdup(d->user) : NULL;
 	s.pre_build_script = xstrdup(rc->pre_build_script);
 	s.post_build_script = xstrdup(rc->post_build_script);
+	s.pre_get_sources_script = xstrdup(rc->pre_get_sources_script);
+	s.post_get_sources_script = xstrdup(rc->post_get_sources_script);
+	s.clone_url = xstrdup(rc->clone_url);
+	s.tls_ca_file = xstrdup(rc->tls_ca_file);
+	s.tls_cert_file = xstrdup(rc->tls_cert_file);
+	s.tls_key_file = xstrdup(rc->tls_key_file);
 	for (i = 0; i < rc->environment.n; i++)
 		strv_push(&s.environment, rc->environment.v[i]);
 	s.output_limit = (uint64_t)rc->output_limit * 1024;
@@ -242,7 +248,7 @@ start_job(struct poller *p, struct api_job *payload)
 	d->jobs_running++;
 	metrics_gauge_add("runner_jobs_running", "", 1);
 	d->builds_started++;
-	l->job = job_start(&env, payload, &s, &p->creds, &info, on_job_done, p);
+	l->job = job_start(&env, payload, &s, &p->creds, &info, rc, on_job_done, p);
 }
 
 static void

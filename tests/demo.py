@@ -2,9 +2,10 @@
 """`make demo`: the main job end to end, on the bundled GitLab double.
 
 1. start the GitLab double on 127.0.0.1 (long polling on, as Workhorse does)
-   with a runner created GitLab-side and a pipeline of three jobs: one that
-   prints and uses a masked variable, one that fails, one that is canceled
-   while it runs;
+   with a runner created GitLab-side, and a real git repository (with a
+   submodule) served by `git http-backend`, which only lets the job token in;
+   the pipeline has three jobs: one that clones the repository and prints and
+   uses a masked variable, one that fails, one that is canceled while it runs;
 2. `runner register` binds to it and writes a fresh config.toml;
 3. `runner run` asks for the jobs, runs them in bash and reports them;
 4. once every job is final the daemon is drained (SIGQUIT) and each job's
@@ -22,7 +23,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 
+from git_server import GitServer, make_repos  # noqa: E402
 from gitlab_double import GitLabDouble, job_payload  # noqa: E402
 
 RUNNER = os.path.join(ROOT, "build", "runner")
@@ -48,7 +51,9 @@ def main():
     cfg = os.path.join(work, "config.toml")
     gitlab = GitLabDouble(long_poll=5).start()
     runner_gitlab = gitlab.add_runner(token=TOKEN, id=7001)
-    say(f"GitLab double on {gitlab.url}; work directory {work}")
+    repos = make_repos(os.path.join(work, "repositories"))
+    git = GitServer(repos.root, token="no job yet").start()
+    say(f"GitLab double on {gitlab.url}; git on {git.url}; work directory {work}")
 
     say("runner register")
     subprocess.run([RUNNER, "register", "--non-interactive", "-c", cfg, "--url", gitlab.url,
@@ -57,20 +62,23 @@ def main():
 
     jobs = [
         gitlab.add_job(job_payload(
-            name="hello", id=1, variables={"GREETING": "hello from the pipeline",
-                                           "API_KEY": {"value": SECRET, "masked": True}},
+            name="hello", id=1, repo_url=git.clean_url(repos.project), sha=repos.main_head,
+            depth=2, variables={"GREETING": "hello from the pipeline",
+                                "API_KEY": {"value": SECRET, "masked": True},
+                                "GIT_SUBMODULE_STRATEGY": "normal"},
             script=["echo \"$GREETING\"", "echo \"the key is $API_KEY\"",
                     "printf 'split: %s' \"${API_KEY%%-*}\"; printf '%s\\n' \"-${API_KEY#*-}\"",
-                    "uname -s"]), runner=runner_gitlab, id=9001),
+                    "git log --oneline", "cat lib/lib.txt"]), runner=runner_gitlab, id=9001),
         gitlab.add_job(job_payload(
-            name="fails", id=2, script=["echo about to fail", "exit 3"],
+            name="fails", id=2, variables={"GIT_STRATEGY": "none"}, script=["echo about to fail", "exit 3"],
             after_script=["echo \"after_script sees CI_JOB_STATUS=$CI_JOB_STATUS\""]),
             runner=runner_gitlab, id=9002),
         gitlab.add_job(job_payload(
-            name="canceled", id=3, script=["echo waiting to be canceled", "sleep 60"],
+            name="canceled", id=3, variables={"GIT_STRATEGY": "none"}, script=["echo waiting to be canceled", "sleep 60"],
             after_script=["echo \"after_script sees CI_JOB_STATUS=$CI_JOB_STATUS\""]),
             runner=runner_gitlab, id=9003),
     ]
+    git.token = jobs[0].token
 
     say("runner run")
     env = dict(os.environ, RUNNER_TRACE_INTERVAL_MS="500", RUNNER_KEEPALIVE_MS="2000")
@@ -88,6 +96,7 @@ def main():
             daemon.kill()
             rc = daemon.wait()
         gitlab.stop()
+        git.stop()
 
     problems = []
     expected = {9001: ("success", None), 9002: ("failed", "script_failure"),
@@ -106,7 +115,12 @@ def main():
             problems.append(f"job {job.id}: {r['checksum_mismatch']}")
         if SECRET in r["log"]:
             problems.append(f"job {job.id}: the masked value reached GitLab")
+        if job.token in r["log"]:
+            problems.append(f"job {job.id}: the job token reached the log")
+    if repos.main_head[:7] not in jobs[0].log_text or "lib 2" not in jobs[0].log_text:
+        problems.append("job 9001 did not check out the pipeline's commit with its submodule")
     problems += [f"protocol violation: {v}" for v in gitlab.violations]
+    problems += [f"git server: {e}" for e in git.errors]
     if rc != 0:
         problems.append(f"runner run exited {rc} after SIGQUIT")
     if problems:

@@ -293,17 +293,34 @@ def daemons(tmp_path):
 # jobs and requests on the double
 # ---------------------------------------------------------------------------
 
+def without_sources(variables=None):
+    """variables plus GIT_STRATEGY=none unless they choose a strategy.
+
+    The daemon tests are about polling, logs and reports; the double serves
+    no repository, so fetching sources would fail every job.  The source
+    tests (test_job_sources.py) serve real ones with git http-backend.
+    """
+    from gitlab_double.payloads import normalize_variables
+
+    out = normalize_variables(variables)
+    if not any(v.get("key") == "GIT_STRATEGY" for v in out):
+        out.append({"key": "GIT_STRATEGY", "value": "none", "public": True, "masked": False})
+    return out
+
+
 def add_job(gitlab, runner, id=None, update_interval=0, **payload):
     """Queue a job for runner built by job_payload(**payload); returns the Job.
 
     update_interval 0 (the double sends "0", which the runner ignores)
     keeps the daemon at RUNNER_TRACE_INTERVAL_MS; pass a number of seconds to
-    have GitLab set it.  Job options (accept_after, ...) pass through.
+    have GitLab set it.  Sources are not fetched (without_sources) unless the
+    variables choose a GIT_STRATEGY.  Job options (accept_after, ...) pass through.
     """
     from gitlab_double import job_payload
     from gitlab_double.jobs import JOB_OPTIONS
 
     options = {k: payload.pop(k) for k in list(payload) if k in JOB_OPTIONS}
+    payload["variables"] = without_sources(payload.get("variables"))
     return gitlab.add_job(job_payload(**payload), runner=runner, id=id,
                           update_interval=update_interval, **options)
 

@@ -214,7 +214,8 @@ def test_output_limit_cuts_the_log_with_the_notice(gitlab, daemons):
     assert log.endswith(notice), repr(log[-300:])
     assert log.count("Job's log exceeded limit") == 1
     assert len(job.log) <= 1024 + len(notice.encode())
-    assert "line 1 of the output" in log and "line 500 " not in log
+    assert "Running with runner" in log.split("\n")[0]
+    assert "line 500 " not in log and "still running after the limit" not in log, log
     assert job.final["output"]["bytesize"] == len(job.log)
     check_run(gitlab, d, [job])
 

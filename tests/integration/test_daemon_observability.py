@@ -11,6 +11,7 @@ import urllib.request
 import pytest
 
 from conftest import ROOT
+from daemon_helpers import without_sources
 from gitlab_double import job_payload
 
 RUNNER = os.path.join(ROOT, "build", "runner")
@@ -72,7 +73,7 @@ def test_metrics_and_health(gitlab, tmp_path):
         base = f"http://127.0.0.1:{port}"
         wait(lambda: get_or_none(base + "/health/live") == 200, what="/health/live")
         wait(lambda: get_or_none(base + "/health/ready") == 200, what="/health/ready")
-        job = gitlab.add_job(job_payload(script=["echo metrics please"]), runner=r)
+        job = gitlab.add_job(job_payload(variables=without_sources(), script=["echo metrics please"]), runner=r)
         gitlab.wait_for_job(job, timeout=20)
         wait(lambda: 'runner_jobs_finished_total{state="success"} 1' in get(base + "/metrics")[1],
              what="the finished job in /metrics")
@@ -104,7 +105,7 @@ def test_bad_listen_address_is_named_and_jobs_still_run(gitlab, tmp_path):
     r = gitlab.add_runner(token=TOKEN, id=72)
     d = Daemon(tmp_path, gitlab, extra_global='listen_address = "nowhere:99999"')
     try:
-        job = gitlab.add_job(job_payload(script=["echo still working"]), runner=r)
+        job = gitlab.add_job(job_payload(variables=without_sources(), script=["echo still working"]), runner=r)
         gitlab.wait_for_job(job, timeout=20)
         assert job.status == "success"
     finally:
@@ -117,7 +118,7 @@ def test_job_router_discovery_then_direct_polling(gitlab, tmp_path):
     r = gitlab.add_runner(token=TOKEN, id=73)
     d = Daemon(tmp_path, gitlab, extra_runner="[runners.feature_flags]\nFF_USE_JOB_ROUTER = true")
     try:
-        job = gitlab.add_job(job_payload(script=["echo via direct polling"]), runner=r)
+        job = gitlab.add_job(job_payload(variables=without_sources(), script=["echo via direct polling"]), runner=r)
         gitlab.wait_for_job(job, timeout=20)
         wait(lambda: len(gitlab.requests_for("POST", r"/jobs/request$")) >= 3,
              what="more job requests")
@@ -136,7 +137,7 @@ def test_no_discovery_without_the_feature_flag(gitlab, tmp_path):
     r = gitlab.add_runner(token=TOKEN, id=74)
     d = Daemon(tmp_path, gitlab)
     try:
-        job = gitlab.add_job(job_payload(script=["true"]), runner=r)
+        job = gitlab.add_job(job_payload(variables=without_sources(), script=["true"]), runner=r)
         gitlab.wait_for_job(job, timeout=20)
     finally:
         d.stop()
@@ -161,10 +162,10 @@ def test_daemon_clean_under_valgrind(gitlab, tmp_path):
     proc = subprocess.Popen(vg, stderr=err, env=env)
     try:
         ok = gitlab.add_job(job_payload(script=["echo under valgrind", "seq 1 2000"],
-                                        variables={"V": {"value": "valgrind-secret-1",
-                                                         "masked": True}}), runner=r)
+                                        variables=without_sources({"V": {"value": "valgrind-secret-1",
+                                                                         "masked": True}})), runner=r)
         gitlab.wait_for_job(ok, timeout=60)
-        slow = gitlab.add_job(job_payload(script=["echo started", "sleep 30"],
+        slow = gitlab.add_job(job_payload(variables=without_sources(), script=["echo started", "sleep 30"],
                                           after_script=["echo after"]), runner=r)
         wait(lambda: "started" in slow.log_text, timeout=60, what="the second job to start")
         slow.cancel()

@@ -1,0 +1,167 @@
+"""The job script as the user's shell runs it: variables, GITLAB_ENV, after_script,
+timeouts, custom build directories, concurrency, bash and sh alike.
+
+Sources are not fetched here (without_sources); test_job_sources.py covers them.
+"""
+import os
+import time
+
+import pytest
+
+from daemon_helpers import add_job, check_run, daemons, entry, new_token, wait_until  # noqa: F401
+
+METACHARS = "a'b\"c $HOME `true` \\n ; | & * ? ~ ! # { } ( ) < >"
+
+
+def run_one(gitlab, daemons, tmp_path, entry_keys=None, wait_s=60, **payload):
+    r = gitlab.add_runner(token=new_token())
+    keys = {"builds_dir": str(tmp_path / "builds")}
+    keys.update(entry_keys or {})
+    d = daemons(gitlab, [entry(gitlab, r, "script", **keys)])
+    job = add_job(gitlab, r, **payload)
+    d.start()
+    gitlab.wait_for_job(job, ("success", "failed"), timeout=wait_s)
+    assert d.stop() == 0
+    check_run(gitlab, d, [job])
+    return job
+
+
+@pytest.mark.parametrize("shell", ["bash", "sh"])
+def test_variables_of_every_kind_reach_the_script_exactly(gitlab, daemons, tmp_path, shell):
+    job = run_one(gitlab, daemons, tmp_path, entry_keys={"shell": shell}, script=[
+        'printf "PLAIN=[%s]\\n" "$PLAIN"',
+        'printf "META=[%s]\\n" "$META"',
+        'printf "EXPANDED=[%s]\\n" "$EXPANDED"',
+        'printf "RAW=[%s]\\n" "$RAW"',
+        'printf "FILE=[%s]\\n" "$(cat "$CONFIG_FILE")"',
+        'test -f "$CONFIG_FILE" && echo FILE-IS-A-FILE',
+        'printf "MULTI=[%s]\\n" "$MULTI"',
+        'echo "JOB_ID=$CI_JOB_ID"',
+    ], variables={
+        "PLAIN": "plain value",
+        "META": {"value": METACHARS, "raw": True},     # raw: $HOME stays for the shell to not expand
+        "EXPANDED": "before-${PLAIN}-after$NOT_A_JOB_VARIABLE",
+        "RAW": {"value": "keep $PLAIN as is", "raw": True},
+        "CONFIG_FILE": {"value": "line one\nline 'two' $PLAIN", "file": True},
+        "MULTI": "first\nsecond",
+    })
+    log = job.log_text
+    assert job.status == "success", log
+    assert "PLAIN=[plain value]" in log
+    assert f"META=[{METACHARS}]" in log
+    assert "EXPANDED=[before-plain value-after]" in log
+    assert "RAW=[keep $PLAIN as is]" in log
+    assert "FILE=[line one" in log and "line 'two' plain value]" in log   # expanded: not raw
+    assert "FILE-IS-A-FILE" in log
+    assert "MULTI=[first" in log and "second]" in log
+    assert f"JOB_ID={job.id}" in log
+
+
+def test_gitlab_env_carries_from_script_to_after_script(gitlab, daemons, tmp_path):
+    job = run_one(gitlab, daemons, tmp_path, script=[
+        'echo "FROM_SCRIPT=set in script" >> "$GITLAB_ENV"',
+        'echo "the script ends"'],
+        after_script=['echo "after sees [$FROM_SCRIPT] status=$CI_JOB_STATUS"'])
+    assert job.status == "success", job.log_text
+    assert "after sees [set in script] status=success" in job.log_text
+
+
+def test_after_script_runs_after_a_failure_and_sees_failed(gitlab, daemons, tmp_path):
+    job = run_one(gitlab, daemons, tmp_path, script=["false", "echo never printed"],
+                  after_script=['echo "after: $CI_JOB_STATUS"', "exit 7"])
+    log = job.log_text
+    assert job.status == "failed" and job.failure_reason == "script_failure", log
+    assert "after: failed" in log
+    assert "never printed" not in log.replace("$ echo never printed", "")
+    # after_script's own failure does not change the job's exit code.
+    assert job.exit_code == 1
+
+
+def test_a_masked_secret_split_by_the_script_is_still_hidden(gitlab, daemons, tmp_path):
+    secret = "Sup3r-s3cret-t0ken-value"
+    job = run_one(gitlab, daemons, tmp_path, script=[
+        'printf "%s" "${S%%-*}"; sleep 0.3; printf "%s\\n" "-${S#*-}"',
+        'echo "whole: $S"'],
+        variables={"S": {"value": secret, "masked": True}})
+    log = job.log_text
+    assert job.status == "success", log
+    assert secret not in log
+    assert log.count("[MASKED]") >= 2
+
+
+def test_the_job_token_is_in_no_command_line(gitlab, daemons, tmp_path):
+    r = gitlab.add_runner(token=new_token())
+    d = daemons(gitlab, [entry(gitlab, r, "script", builds_dir=str(tmp_path / "builds"))])
+    job = add_job(gitlab, r, script=["echo started", "sleep 5"])
+    d.start()
+    wait_until(lambda: "started" in job.log_text, 30, "the job to start")
+    seen = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if job.token.encode() in cmd or d.entries[0]["token"].encode() in cmd:
+            seen.append(cmd.replace(b"\0", b" ").decode(errors="replace"))
+    gitlab.wait_for_job(job, ("success", "failed"), timeout=30)
+    assert d.stop() == 0
+    assert seen == [], seen
+    check_run(gitlab, d, [job])
+
+
+def test_runner_script_timeout_fails_the_script_and_after_script_still_runs(gitlab, daemons,
+                                                                            tmp_path):
+    started = time.monotonic()
+    job = run_one(gitlab, daemons, tmp_path, script=["echo going to sleep", "sleep 30"],
+                  after_script=['echo "after: $CI_JOB_STATUS"'],
+                  variables={"RUNNER_SCRIPT_TIMEOUT": "2s"})
+    log = job.log_text
+    assert job.status == "failed", log
+    assert job.failure_reason == "job_execution_timeout", log
+    assert "after: failed" in log
+    assert time.monotonic() - started < 25
+
+
+def test_git_clone_path_needs_custom_build_dir(gitlab, daemons, tmp_path):
+    builds = tmp_path / "builds"
+    wanted = f"{builds}/custom/place"
+    allowed = run_one(gitlab, daemons, tmp_path / "a",
+                      entry_keys={"builds_dir": str(builds), "custom_build_dir": {"enabled": True}},
+                      script=["echo DIR=$(pwd)", 'echo "PROJECT=$CI_PROJECT_DIR"'],
+                      variables={"GIT_CLONE_PATH": "$CI_BUILDS_DIR/custom/place"})
+    assert allowed.status == "success", allowed.log_text
+    assert f"DIR={wanted}" in allowed.log_text
+    assert f"PROJECT={wanted}" in allowed.log_text
+
+    refused = run_one(gitlab, daemons, tmp_path / "b",
+                      entry_keys={"builds_dir": str(builds)},
+                      script=["echo must not run"],
+                      variables={"GIT_CLONE_PATH": "$CI_BUILDS_DIR/custom/place"})
+    assert refused.status == "failed"
+    assert refused.failure_reason == "runner_configuration_error", refused.report()
+    assert "enable `custom_build_dir` feature" in refused.log_text
+    assert "must not run" not in refused.log_text
+
+
+def test_two_concurrent_jobs_of_one_project_get_different_directories(gitlab, daemons,
+                                                                      tmp_path):
+    r = gitlab.add_runner(token=new_token())
+    d = daemons(gitlab, [entry(gitlab, r, "script", builds_dir=str(tmp_path / "builds"),
+                               limit=2)], concurrent=2)
+    script = ['echo "DIR=$CI_PROJECT_DIR"', "touch here", "sleep 2", "ls here"]
+    a = add_job(gitlab, r, script=script)
+    b = add_job(gitlab, r, script=script)
+    d.start()
+    for job in (a, b):
+        gitlab.wait_for_job(job, ("success", "failed"), timeout=60)
+    assert d.stop() == 0
+    dirs = []
+    for job in (a, b):
+        assert job.status == "success", job.log_text
+        dirs += [line.split("DIR=", 1)[1] for line in job.log_text.splitlines()
+                 if "DIR=" in line and "$ " not in line]
+    assert len(dirs) == 2 and dirs[0] != dirs[1], dirs
+    check_run(gitlab, d, [a, b])

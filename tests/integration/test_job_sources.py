@@ -1,0 +1,177 @@
+"""A job's sources: fetched from a real git server (git http-backend) as gitlab-runner does.
+
+The repositories are the fixture ones of git_server.py (fixed SHAs, a
+submodule at ../lib.git, a tag, a merge-request ref); the server lets in
+only gitlab-ci-token with the job's token, as GitLab does.  Each test
+reads what the checkout holds from the job's own script, so what is
+asserted is what a user's job would see.
+"""
+import os
+
+import pytest
+
+from daemon_helpers import check_run, daemons, entry, new_token  # noqa: F401
+from git_server import git_repos, git_server  # noqa: F401
+from gitlab_double import job_payload
+
+
+def source_job(gitlab, runner, gs, script, variables=None, **payload):
+    """A job whose repository is on gs; the server accepts this job's token only."""
+    repos = gs.repos
+    payload.setdefault("sha", repos.main_head)
+    payload.setdefault("repo_url", gs.clean_url(repos.project))
+    job = gitlab.add_job(job_payload(script=script, variables=variables or {}, **payload),
+                         runner=runner)
+    gs.token = job.token
+    return job
+
+
+def builds_entry(gitlab, r, tmp_path, **keys):
+    return entry(gitlab, r, "src", builds_dir=str(tmp_path / "builds"), **keys)
+
+
+def project_dir(job_log):
+    """The checkout path the job printed as 'DIR=<path>'."""
+    for line in job_log.splitlines():
+        if "DIR=" in line and "$ " not in line:
+            return line.split("DIR=", 1)[1].strip()
+    raise AssertionError("the job did not print its directory:\n" + job_log)
+
+
+def test_clone_checks_out_the_pipeline_commit_with_depth_and_submodule(gitlab, daemons,
+                                                                        git_server, tmp_path):
+    r = gitlab.add_runner(token=new_token())
+    d = daemons(gitlab, [builds_entry(gitlab, r, tmp_path)])
+    job = source_job(gitlab, r, git_server,
+                     ["echo DIR=$(pwd)", "echo HEAD=$(git rev-parse HEAD)",
+                      "echo COUNT=$(git rev-list --count HEAD)", "cat lib/lib.txt",
+                      "echo BRANCH=$(git rev-parse --abbrev-ref HEAD)"],
+                     variables={"GIT_SUBMODULE_STRATEGY": "normal"}, depth=2)
+    d.start()
+    gitlab.wait_for_job(job, ("success", "failed"), timeout=60)
+    d.stop()
+    log = job.log_text
+    assert job.status == "success", log
+    repos = git_server.repos
+    assert f"HEAD={repos.main_head}" in log
+    assert "COUNT=2" in log                      # GIT_DEPTH 2
+    assert "lib 2" in log                        # the submodule at its recorded commit
+    assert "BRANCH=HEAD" in log                  # detached, as gitlab-runner leaves it
+    where = project_dir(log)
+    assert where.startswith(str(tmp_path / "builds") + "/")
+    assert where.endswith("/group/project")
+
+    # The token is in neither the checkout's config nor the log; the remote is clean.
+    with open(os.path.join(where, ".git", "config")) as f:
+        git_config = f.read()
+    assert job.token not in git_config
+    assert f"url = {git_server.clean_url(repos.project)}" in git_config
+    assert job.token not in log
+    # Every authenticated request to the server came as gitlab-ci-token.
+    users = {req.user for req in git_server.requests}
+    assert users <= {None, "gitlab-ci-token"} and "gitlab-ci-token" in users
+    assert git_server.requests_for(repos.lib), "the submodule was not fetched over HTTP"
+    check_run(gitlab, d, [job])
+
+
+def test_fetch_reuses_the_checkout_and_clone_starts_over(gitlab, daemons, git_server, tmp_path):
+    r = gitlab.add_runner(token=new_token())
+    d = daemons(gitlab, [builds_entry(gitlab, r, tmp_path)])
+    d.start()
+    first = source_job(gitlab, r, git_server, ["echo DIR=$(pwd)", "touch .git/kept-marker",
+                                               "touch untracked-file"])
+    gitlab.wait_for_job(first, ("success", "failed"), timeout=60)
+    assert first.status == "success", first.log_text
+    where = project_dir(first.log_text)
+
+    second = source_job(gitlab, r, git_server,
+                        ["ls .git/kept-marker", "test ! -e untracked-file",
+                         "echo HEAD=$(git rev-parse HEAD)"],
+                        variables={"GIT_STRATEGY": "fetch"}, sha=git_server.repos.main_tilde2)
+    gitlab.wait_for_job(second, ("success", "failed"), timeout=60)
+    assert second.status == "success", second.log_text
+    assert "Created fresh repository." in first.log_text
+    assert "Created fresh repository." not in second.log_text
+    assert f"HEAD={git_server.repos.main_tilde2}" in second.log_text
+
+    third = source_job(gitlab, r, git_server, ["test ! -e .git/kept-marker", "echo fresh"],
+                       variables={"GIT_STRATEGY": "clone"})
+    gitlab.wait_for_job(third, ("success", "failed"), timeout=60)
+    d.stop()
+    assert third.status == "success", third.log_text
+    assert "Created fresh repository." in third.log_text
+    assert os.path.isdir(os.path.join(where, ".git"))
+    check_run(gitlab, d, [first, second, third])
+
+
+@pytest.mark.parametrize("kind", ["tag", "merge_request"])
+def test_other_refs(gitlab, daemons, git_server, tmp_path, kind):
+    repos = git_server.repos
+    if kind == "tag":
+        ref, sha, refspecs = "v1.0", repos.tag_commit, ["+refs/tags/v1.0:refs/tags/v1.0"]
+    else:
+        ref, sha = "refs/merge-requests/1/head", repos.mr_head
+        refspecs = ["+refs/merge-requests/1/head:refs/merge-requests/1/head"]
+    r = gitlab.add_runner(token=new_token())
+    d = daemons(gitlab, [builds_entry(gitlab, r, tmp_path)])
+    payload = job_payload(script=["echo HEAD=$(git rev-parse HEAD)", "ls src"], ref=ref,
+                          sha=sha, refspecs=refspecs, repo_url=git_server.clean_url(repos.project))
+    if kind == "tag":
+        payload["git_info"]["ref_type"] = "tag"
+    job = gitlab.add_job(payload, runner=r)
+    git_server.token = job.token
+    d.start()
+    gitlab.wait_for_job(job, ("success", "failed"), timeout=60)
+    d.stop()
+    assert job.status == "success", job.log_text
+    assert f"HEAD={sha}" in job.log_text
+    if kind == "merge_request":
+        assert "mr.txt" in job.log_text
+    check_run(gitlab, d, [job])
+
+
+def test_none_and_empty_strategies(gitlab, daemons, git_server, tmp_path):
+    r = gitlab.add_runner(token=new_token())
+    d = daemons(gitlab, [builds_entry(gitlab, r, tmp_path)])
+    d.start()
+    cloned = source_job(gitlab, r, git_server, ["echo DIR=$(pwd)"])
+    gitlab.wait_for_job(cloned, ("success", "failed"), timeout=60)
+    assert cloned.status == "success", cloned.log_text
+    where = project_dir(cloned.log_text)
+    requests_before = len(git_server.requests)
+
+    none = source_job(gitlab, r, git_server, ["test -e README.md && echo STILL-THERE"],
+                      variables={"GIT_STRATEGY": "none"})
+    gitlab.wait_for_job(none, ("success", "failed"), timeout=60)
+    assert none.status == "success", none.log_text
+    assert "Skipping Git repository setup" in none.log_text
+    assert "STILL-THERE" in none.log_text
+    assert len(git_server.requests) == requests_before     # not one request to git
+
+    empty = source_job(gitlab, r, git_server, ["ls -A | wc -l | sed 's/^/ENTRIES=/'"],
+                       variables={"GIT_STRATEGY": "empty"})
+    gitlab.wait_for_job(empty, ("success", "failed"), timeout=60)
+    d.stop()
+    assert empty.status == "success", empty.log_text
+    assert "ENTRIES=0" in empty.log_text
+    assert len(git_server.requests) == requests_before
+    assert os.path.isdir(where)
+    check_run(gitlab, d, [cloned, none, empty])
+
+
+def test_a_refused_fetch_fails_the_job_without_showing_the_token(gitlab, daemons, git_server,
+                                                                 tmp_path):
+    r = gitlab.add_runner(token=new_token())
+    d = daemons(gitlab, [builds_entry(gitlab, r, tmp_path)])
+    job = source_job(gitlab, r, git_server, ["echo must not run"])
+    git_server.token = "some-other-job-token"
+    d.start()
+    gitlab.wait_for_job(job, ("success", "failed"), timeout=60)
+    d.stop()
+    log = job.log_text
+    assert job.status == "failed", log
+    assert job.failure_reason == "script_failure"
+    assert "must not run" not in log
+    assert git_server.auth_failures >= 1
+    assert job.token not in log
+    check_run(gitlab, d, [job])

@@ -1,0 +1,97 @@
+"""Which stages run, and what their ends mean (protocol.md 9.1, 9.4, 9.5).
+
+File variables live only while the job does, after_script is skipped
+after the job timeout and its failure counts only when asked, hooks from
+config.toml run around the user's script, and a builds directory that
+cannot be made is a system failure that says so.
+"""
+import os
+import stat
+
+from daemon_helpers import add_job, check_run, daemons, entry, new_token, pid_gone, wait_until  # noqa: F401
+
+
+def run_one(gitlab, daemons, tmp_path, entry_keys=None, wait_s=60, **payload):
+    r = gitlab.add_runner(token=new_token())
+    keys = {"builds_dir": str(tmp_path / "builds")}
+    keys.update(entry_keys or {})
+    d = daemons(gitlab, [entry(gitlab, r, "stages", **keys)])
+    job = add_job(gitlab, r, **payload)
+    d.start()
+    gitlab.wait_for_job(job, ("success", "failed"), timeout=wait_s)
+    assert d.stop() == 0
+    check_run(gitlab, d, [job])
+    return job
+
+
+def printed(log, key):
+    """The value of the job's 'KEY=value' output line."""
+    for line in log.splitlines():
+        if f"{key}=" in line and "$ " not in line:
+            return line.split(f"{key}=", 1)[1]
+    raise AssertionError(f"{key} not printed:\n{log}")
+
+
+def test_file_variables_are_private_and_removed_at_cleanup(gitlab, daemons, tmp_path):
+    job = run_one(gitlab, daemons, tmp_path, script=[
+        'echo "PATH_OF=$KEY_FILE"', 'echo "MODE=$(stat -c %a "$KEY_FILE")"'],
+        variables={"KEY_FILE": {"value": "private key material", "file": True}})
+    log = job.log_text
+    assert job.status == "success", log
+    assert printed(log, "MODE") == "600"
+    path = printed(log, "PATH_OF")
+    assert path.startswith(str(tmp_path / "builds")), path
+    assert not os.path.exists(path), "the file variable outlived the job"
+    assert "cleanup_file_variables" in log
+
+
+def test_after_script_errors_count_only_when_asked(gitlab, daemons, tmp_path):
+    ignored = run_one(gitlab, daemons, tmp_path / "a", script=["echo fine"],
+                      after_script=["exit 4"])
+    assert ignored.status == "success", ignored.log_text
+    assert "after_script failed, but the job continues" in ignored.log_text
+
+    counted = run_one(gitlab, daemons, tmp_path / "b", script=["echo fine"],
+                      after_script=["exit 4"],
+                      variables={"AFTER_SCRIPT_IGNORE_ERRORS": "false"})
+    assert counted.status == "failed", counted.log_text
+    assert counted.failure_reason == "script_failure"
+    assert counted.exit_code == 4
+
+
+def test_the_job_timeout_skips_after_script_and_kills_background_processes(gitlab, daemons,
+                                                                           tmp_path):
+    pidfile = tmp_path / "bg.pid"
+    marker = tmp_path / "after-ran"
+    job = run_one(gitlab, daemons, tmp_path, wait_s=60, timeout=2,
+                  script=[f"sleep 1000 & echo $! > {pidfile}", "echo started", "sleep 1000"],
+                  after_script=[f"touch {marker}"])
+    assert job.status == "failed", job.log_text
+    assert job.failure_reason == "job_execution_timeout"
+    assert not marker.exists(), "after_script ran after the job timeout"
+    pid = int(pidfile.read_text())
+    wait_until(lambda: pid_gone(pid), 15, "the background sleep to be killed")
+
+
+def test_config_hooks_run_around_the_script(gitlab, daemons, tmp_path):
+    job = run_one(gitlab, daemons, tmp_path,
+                  entry_keys={"pre_build_script": "echo HOOK=pre-build",
+                              "post_build_script": "echo HOOK2=post-build"},
+                  script=["echo USER=script"])
+    log = job.log_text
+    assert job.status == "success", log
+    pre, user, post = (log.index(s) for s in ("HOOK=pre-build", "USER=script",
+                                               "HOOK2=post-build"))
+    assert pre < user < post
+
+
+def test_an_unusable_builds_dir_is_a_system_failure(gitlab, daemons, tmp_path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the builds directory should be\n")
+    job = run_one(gitlab, daemons, tmp_path, entry_keys={"builds_dir": str(blocker / "builds")},
+                  script=["echo must not run"])
+    assert job.status == "failed", job.log_text
+    assert job.failure_reason == "runner_system_failure", job.report()
+    assert "builds directory" in job.log_text
+    assert "must not run" not in job.log_text
+    assert stat.S_ISREG(os.stat(blocker).st_mode)

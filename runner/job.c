@@ -1019,7 +1019,7 @@ job_start(const struct job_env *env, struct api_job *payload, struct job_setting
 		in.short_token = job->set.short_token;
 		in.builds_dir = job->set.builds_dir;
 		in.concurrent_id = job->set.concurrent_id;
-		in.concurrent_project_id = job->set.concurrent_id;
+		in.concurrent_project_id = job->set.concurrent_project_id;
 		in.job_timeout = payload->runner_info.timeout;
 		in.environment = &job->set.environment;
 		in.rc = rc;
@@ -1086,6 +1086,7 @@ job_start(const struct job_env *env, struct api_job *payload, struct job_setting
 	tp.interval_ms = job->set.trace_interval_ms;
 	tp.keepalive_ms = job->set.keepalive_ms;
 	tp.final_backoff_ms = job->set.final_backoff_ms;
+	tp.debug_trace = job->prep.settings.debug_trace;
 	tp.events.cancel_requested = on_cancel_requested;
 	tp.events.aborted = on_aborted;
 	tp.arg = job;
@@ -1095,6 +1096,9 @@ job_start(const struct job_env *env, struct api_job *payload, struct job_setting
 	    version_revision());
 	trace_log_printf(job->log, "  on %s %s, system ID: %s\n", job->set.runner_name,
 	    job->set.short_token, job->set.system_id);
+	for (size_t w = 0; w < job->prep.warnings.n; w++)
+		trace_log_printf(job->log, "\033[0;33mWARNING: %s\033[0;m\n",
+		    job->prep.warnings.v[w]);
 	trace_start(job->trace);
 
 	timeout_s = payload->runner_info.timeout > 0 ? payload->runner_info.timeout :

@@ -45,6 +45,7 @@ struct job_settings {
 	bool		 timestamps;	/* FF_TIMESTAMPS */
 	bool		 mask_all_tokens; /* FF_MASK_ALL_DEFAULT_TOKENS */
 	int		 concurrent_id;	/* CI_CONCURRENT_ID */
+	int		 concurrent_project_id; /* CI_CONCURRENT_PROJECT_ID */
 	char		*state_dir;	/* the journal lives below it */
 	/* Timings (ms); 0 means the default.  Tests shorten them. */
 	uint64_t	 trace_interval_ms;

@@ -23,6 +23,7 @@
 #include "runner/log.h"
 #include "runner/metrics.h"
 #include "runner/rand.h"
+#include "runner/vars.h"
 #include "runner/xmalloc.h"
 
 #define MAX_REQUESTS		64	/* request_concurrency beyond this is clamped */
@@ -32,6 +33,8 @@
 struct job_link {
 	struct job		*job;
 	int			 concurrent_id;
+	int64_t			 project_id;
+	int			 concurrent_project_id;
 	struct job_link		*next;
 };
 
@@ -181,6 +184,28 @@ free_concurrent_id(const struct poller *p)
 	return id;
 }
 
+/*
+ * The lowest slot no running job of the same project holds: the
+ * <concurrent project id> of the build directory, so two jobs of one
+ * project never share a checkout while different projects reuse slot 0.
+ */
+static int
+free_concurrent_project_id(const struct poller *p, int64_t project_id)
+{
+	const struct job_link *l;
+	int *in_use;
+	size_t n = 0;
+	int id;
+
+	in_use = xcalloc(p->jobs + 1, sizeof(*in_use));
+	for (l = p->job_list; l != NULL; l = l->next)
+		if (l->project_id == project_id)
+			in_use[n++] = l->concurrent_project_id;
+	id = job_concurrent_project_id(in_use, n);
+	free(in_use);
+	return id;
+}
+
 static void
 on_job_done(struct job *job, void *arg)
 {
@@ -233,6 +258,7 @@ start_job(struct poller *p, struct api_job *payload)
 	s.timestamps = config_feature_flag(rc, "FF_TIMESTAMPS");
 	s.mask_all_tokens = config_feature_flag(rc, "FF_MASK_ALL_DEFAULT_TOKENS");
 	s.concurrent_id = free_concurrent_id(p);
+	s.concurrent_project_id = free_concurrent_project_id(p, payload->job_info.project_id);
 	s.state_dir = xstrdup(d->state_dir);
 	s.trace_interval_ms = d->trace_interval_ms;
 	s.keepalive_ms = d->keepalive_ms;
@@ -242,6 +268,8 @@ start_job(struct poller *p, struct api_job *payload)
 	env.executor = executor_find(rc->executor);
 
 	l->concurrent_id = s.concurrent_id;
+	l->project_id = payload->job_info.project_id;
+	l->concurrent_project_id = s.concurrent_project_id;
 	l->next = p->job_list;
 	p->job_list = l;
 	p->jobs++;

@@ -37,6 +37,7 @@ def test_variables_of_every_kind_reach_the_script_exactly(gitlab, daemons, tmp_p
         'test -f "$CONFIG_FILE" && echo FILE-IS-A-FILE',
         'printf "MULTI=[%s]\\n" "$MULTI"',
         'echo "JOB_ID=$CI_JOB_ID"',
+        'printf "BASH=[%s]\\n" "${BASH_VERSION:-none}"',
     ], variables={
         "PLAIN": "plain value",
         "META": {"value": METACHARS, "raw": True},     # raw: $HOME stays for the shell to not expand
@@ -55,10 +56,12 @@ def test_variables_of_every_kind_reach_the_script_exactly(gitlab, daemons, tmp_p
     assert "FILE-IS-A-FILE" in log
     assert "MULTI=[first" in log and "second]" in log
     assert f"JOB_ID={job.id}" in log
+    assert ("BASH=[none]" in log) == (shell == "sh"), "the stage ran in the wrong shell"
 
 
-def test_gitlab_env_carries_from_script_to_after_script(gitlab, daemons, tmp_path):
-    job = run_one(gitlab, daemons, tmp_path, script=[
+@pytest.mark.parametrize("shell", ["bash", "sh"])
+def test_gitlab_env_carries_from_script_to_after_script(gitlab, daemons, tmp_path, shell):
+    job = run_one(gitlab, daemons, tmp_path, entry_keys={"shell": shell}, script=[
         'echo "FROM_SCRIPT=set in script" >> "$GITLAB_ENV"',
         'echo "the script ends"'],
         after_script=['echo "after sees [$FROM_SCRIPT] status=$CI_JOB_STATUS"'])
@@ -66,8 +69,9 @@ def test_gitlab_env_carries_from_script_to_after_script(gitlab, daemons, tmp_pat
     assert "after sees [set in script] status=success" in job.log_text
 
 
-def test_after_script_runs_after_a_failure_and_sees_failed(gitlab, daemons, tmp_path):
-    job = run_one(gitlab, daemons, tmp_path, script=["false", "echo never printed"],
+@pytest.mark.parametrize("shell", ["bash", "sh"])
+def test_after_script_runs_after_a_failure_and_sees_failed(gitlab, daemons, tmp_path, shell):
+    job = run_one(gitlab, daemons, tmp_path, entry_keys={"shell": shell}, script=["false", "echo never printed"],
                   after_script=['echo "after: $CI_JOB_STATUS"', "exit 7"])
     log = job.log_text
     assert job.status == "failed" and job.failure_reason == "script_failure", log
@@ -77,9 +81,10 @@ def test_after_script_runs_after_a_failure_and_sees_failed(gitlab, daemons, tmp_
     assert job.exit_code == 1
 
 
-def test_a_masked_secret_split_by_the_script_is_still_hidden(gitlab, daemons, tmp_path):
+@pytest.mark.parametrize("shell", ["bash", "sh"])
+def test_a_masked_secret_split_by_the_script_is_still_hidden(gitlab, daemons, tmp_path, shell):
     secret = "Sup3r-s3cret-t0ken-value"
-    job = run_one(gitlab, daemons, tmp_path, script=[
+    job = run_one(gitlab, daemons, tmp_path, entry_keys={"shell": shell}, script=[
         'printf "%s" "${S%%-*}"; sleep 0.3; printf "%s\\n" "-${S#*-}"',
         'echo "whole: $S"'],
         variables={"S": {"value": secret, "masked": True}})
@@ -150,18 +155,27 @@ def test_two_concurrent_jobs_of_one_project_get_different_directories(gitlab, da
                                                                       tmp_path):
     r = gitlab.add_runner(token=new_token())
     d = daemons(gitlab, [entry(gitlab, r, "script", builds_dir=str(tmp_path / "builds"),
-                               limit=2)], concurrent=2)
-    script = ['echo "DIR=$CI_PROJECT_DIR"', "touch here", "sleep 2", "ls here"]
+                               limit=3)], concurrent=3)
+    script = ['echo "DIR=$CI_PROJECT_DIR"', 'echo "CPID=$CI_CONCURRENT_PROJECT_ID"',
+              "touch here", "sleep 2", "ls here"]
     a = add_job(gitlab, r, script=script)
     b = add_job(gitlab, r, script=script)
+    other = add_job(gitlab, r, script=script, project="other/thing", project_id=2)
     d.start()
-    for job in (a, b):
+    for job in (a, b, other):
         gitlab.wait_for_job(job, ("success", "failed"), timeout=60)
     assert d.stop() == 0
-    dirs = []
-    for job in (a, b):
+
+    def out(job, key):
         assert job.status == "success", job.log_text
-        dirs += [line.split("DIR=", 1)[1] for line in job.log_text.splitlines()
-                 if "DIR=" in line and "$ " not in line]
-    assert len(dirs) == 2 and dirs[0] != dirs[1], dirs
-    check_run(gitlab, d, [a, b])
+        return [line.split(key + "=", 1)[1] for line in job.log_text.splitlines()
+                if key + "=" in line and "$ " not in line][0]
+
+    dirs = [out(j, "DIR") for j in (a, b, other)]
+    assert len(set(dirs)) == 3, dirs
+    # A slot per project: the two jobs of group/project hold 0 and 1, the
+    # other project's job its own 0.
+    assert sorted([out(a, "CPID"), out(b, "CPID")]) == ["0", "1"]
+    assert out(other, "CPID") == "0"
+    assert dirs[2].endswith("/0/other/thing")
+    check_run(gitlab, d, [a, b, other])

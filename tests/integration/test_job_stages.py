@@ -95,3 +95,20 @@ def test_an_unusable_builds_dir_is_a_system_failure(gitlab, daemons, tmp_path):
     assert "builds directory" in job.log_text
     assert "must not run" not in job.log_text
     assert stat.S_ISREG(os.stat(blocker).st_mode)
+
+
+def test_ci_debug_trace_and_debug_trace_disabled(gitlab, daemons, tmp_path):
+    traced = run_one(gitlab, daemons, tmp_path / "a", script=["echo traced-command"],
+                     variables={"CI_DEBUG_TRACE": "true"})
+    assert traced.status == "success", traced.log_text
+    assert "+ echo traced-command" in traced.log_text           # set -o xtrace
+    queries = {p.query for p in gitlab.requests_for("PATCH", rf"/jobs/{traced.id}/trace$")}
+    assert queries == {"debug_trace=true"}, queries
+
+    refused = run_one(gitlab, daemons, tmp_path / "b", entry_keys={"debug_trace_disabled": True},
+                      script=["echo not-traced"], variables={"CI_DEBUG_TRACE": "true"})
+    assert refused.status == "success", refused.log_text
+    assert "CI_DEBUG_TRACE: usage is disabled on this Runner" in refused.log_text
+    assert "+ echo not-traced" not in refused.log_text
+    queries = {p.query for p in gitlab.requests_for("PATCH", rf"/jobs/{refused.id}/trace$")}
+    assert queries == {"debug_trace=false"}, queries

@@ -179,3 +179,26 @@ def test_two_concurrent_jobs_of_one_project_get_different_directories(gitlab, da
     assert out(other, "CPID") == "0"
     assert dirs[2].endswith("/0/other/thing")
     check_run(gitlab, d, [a, b, other])
+
+
+def test_config_environment_and_the_tls_ca_file_variable(gitlab_tls, tls_files, daemons,
+                                                         tmp_path):
+    gitlab = gitlab_tls
+    r = gitlab.add_runner(token=new_token())
+    d = daemons(gitlab, [entry(gitlab, r, "script", builds_dir=str(tmp_path / "builds"),
+                               environment=["FROM_CONFIG=config value", "BOTH=from config"],
+                               **{"tls-ca-file": tls_files.ca_cert})])
+    job = add_job(gitlab, r, variables={"BOTH": "from the job"}, script=[
+        'echo "FROM_CONFIG=[$FROM_CONFIG] BOTH=[$BOTH]"',
+        'cmp "$CI_SERVER_TLS_CA_FILE" ' + tls_files.ca_cert + ' && echo CA-FILE-MATCHES',
+        'echo "CI_SERVER=$CI_SERVER"'])
+    d.start()
+    gitlab.wait_for_job(job, ("success", "failed"), timeout=60)
+    assert d.stop() == 0
+    log = job.log_text
+    assert job.status == "success", log
+    # The job's own variables come after config.toml's environment, so they win.
+    assert "FROM_CONFIG=[config value] BOTH=[from the job]" in log
+    assert "CA-FILE-MATCHES" in log
+    assert "CI_SERVER=yes" in log
+    check_run(gitlab, d, [job])

@@ -67,6 +67,12 @@ def test_clone_checks_out_the_pipeline_commit_with_depth_and_submodule(gitlab, d
     assert job.token not in git_config
     assert f"url = {git_server.clean_url(repos.project)}" in git_config
     assert job.token not in log
+    # Nor anywhere under the builds directory once the job is over (the
+    # external git config with the credentials is removed at cleanup).
+    for top, _, files in os.walk(tmp_path / "builds"):
+        for name in files:
+            with open(os.path.join(top, name), "rb") as f:
+                assert job.token.encode() not in f.read(), os.path.join(top, name)
     # Every authenticated request to the server came as gitlab-ci-token.
     users = {req.user for req in git_server.requests}
     assert users <= {None, "gitlab-ci-token"} and "gitlab-ci-token" in users
@@ -175,3 +181,91 @@ def test_a_refused_fetch_fails_the_job_without_showing_the_token(gitlab, daemons
     assert git_server.auth_failures >= 1
     assert job.token not in log
     check_run(gitlab, d, [job])
+
+
+class _TokenAfterFirstRefusal:
+    """GitServer.token that refuses until one wrong-credentials request was seen."""
+
+    def __init__(self, server, token):
+        self.server, self.token = server, token
+
+    def __iter__(self):
+        return iter([self.token] if self.server.auth_failures >= 1 else ["not-yet"])
+
+
+def test_get_sources_attempts_retries_a_failed_fetch(gitlab, daemons, git_server, tmp_path):
+    r = gitlab.add_runner(token=new_token())
+    d = daemons(gitlab, [builds_entry(gitlab, r, tmp_path)])
+    job = source_job(gitlab, r, git_server, ["echo HEAD=$(git rev-parse HEAD)"],
+                     variables={"GET_SOURCES_ATTEMPTS": "3"})
+    git_server.token = _TokenAfterFirstRefusal(git_server, job.token)
+    d.start()
+    gitlab.wait_for_job(job, ("success", "failed"), timeout=60)
+    d.stop()
+    log = job.log_text
+    assert job.status == "success", log
+    assert log.count("Fetch failed, retrying...") == 1
+    assert f"HEAD={git_server.repos.main_head}" in log
+    assert git_server.auth_failures == 1
+    check_run(gitlab, d, [job])
+
+
+def test_hooks_checkout_and_stale_locks(gitlab, daemons, git_server, tmp_path):
+    r = gitlab.add_runner(token=new_token())
+    d = daemons(gitlab, [builds_entry(gitlab, r, tmp_path,
+                                      pre_get_sources_script="echo CONFIG-PRE-HOOK",
+                                      post_get_sources_script="echo CONFIG-POST-HOOK")])
+    d.start()
+    first = source_job(gitlab, r, git_server, ["touch .git/index.lock .git/shallow.lock"],
+                       hooks=[{"name": "pre_get_sources_script", "script": ["echo JOB-PRE-HOOK"]},
+                              {"name": "post_get_sources_script",
+                               "script": ["echo JOB-POST-HOOK $(git rev-parse HEAD)"]}])
+    gitlab.wait_for_job(first, ("success", "failed"), timeout=60)
+    log = first.log_text
+    assert first.status == "success", log
+    order = [log.index(s) for s in ("CONFIG-PRE-HOOK", "Fetching changes", "CONFIG-POST-HOOK")]
+    assert order == sorted(order), log
+    assert log.index("JOB-PRE-HOOK") < log.index("Fetching changes")
+    assert f"JOB-POST-HOOK {git_server.repos.main_head}" in log      # after the checkout
+
+    # Locks a killed git left behind do not break the next fetch; GIT_CHECKOUT=false
+    # fetches but leaves the work tree where it was.
+    second = source_job(gitlab, r, git_server,
+                        ["echo HEAD=$(git rev-parse HEAD)",
+                         "git cat-file -e " + git_server.repos.feature_head + " && echo FETCHED"],
+                        variables={"GIT_CHECKOUT": "false"}, sha=git_server.repos.feature_head,
+                        refspecs=["+refs/heads/feature:refs/remotes/origin/feature"])
+    gitlab.wait_for_job(second, ("success", "failed"), timeout=60)
+    d.stop()
+    log = second.log_text
+    assert second.status == "success", log
+    assert f"HEAD={git_server.repos.main_head}" in log
+    assert "FETCHED" in log
+    assert "Skipping Git checkout" in log
+    check_run(gitlab, d, [first, second])
+
+
+def test_recursive_submodules_limited_by_paths_and_clone_url(gitlab, daemons, git_server,
+                                                             tmp_path):
+    r = gitlab.add_runner(token=new_token())
+    # clone_url overrides where the sources come from (here: the same server).
+    d = daemons(gitlab, [builds_entry(gitlab, r, tmp_path, clone_url=git_server.url)])
+    d.start()
+    with_lib = source_job(gitlab, r, git_server, ["cat lib/lib.txt", "git config --file .git/config remote.origin.url"],
+                          variables={"GIT_SUBMODULE_STRATEGY": "recursive",
+                                     "GIT_SUBMODULE_PATHS": "lib"},
+                          repo_url="http://gitlab.invalid/group/project.git")
+    gitlab.wait_for_job(with_lib, ("success", "failed"), timeout=60)
+    without = source_job(gitlab, r, git_server, ["ls lib | wc -l | sed 's/^/LIB=/'"],
+                         variables={"GIT_SUBMODULE_STRATEGY": "recursive",
+                                    "GIT_SUBMODULE_PATHS": ":(exclude)lib",
+                                    "GIT_STRATEGY": "clone"},
+                         repo_url="http://gitlab.invalid/group/project.git")
+    gitlab.wait_for_job(without, ("success", "failed"), timeout=60)
+    d.stop()
+    assert with_lib.status == "success", with_lib.log_text
+    assert "lib 2" in with_lib.log_text
+    assert git_server.clean_url(git_server.repos.project) in with_lib.log_text, with_lib.log_text
+    assert without.status == "success", without.log_text
+    assert "LIB=0" in without.log_text
+    check_run(gitlab, d, [with_lib, without])

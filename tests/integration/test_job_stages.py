@@ -112,3 +112,21 @@ def test_ci_debug_trace_and_debug_trace_disabled(gitlab, daemons, tmp_path):
     assert "+ echo not-traced" not in refused.log_text
     queries = {p.query for p in gitlab.requests_for("PATCH", rf"/jobs/{refused.id}/trace$")}
     assert queries == {"debug_trace=false"}, queries
+
+
+def test_a_missing_shell_is_a_system_failure_that_names_it(gitlab, daemons, tmp_path):
+    empty_path = tmp_path / "empty-path"
+    empty_path.mkdir()
+    r = gitlab.add_runner(token=new_token())
+    d = daemons(gitlab, [entry(gitlab, r, "stages", builds_dir=str(tmp_path / "builds"))],
+                env={"PATH": str(empty_path)})
+    job = add_job(gitlab, r, script=["echo must not run"])
+    d.start()
+    gitlab.wait_for_job(job, ("success", "failed"), timeout=60)
+    assert d.stop() == 0
+    log = job.log_text
+    assert job.status == "failed", log
+    assert job.failure_reason == "runner_system_failure", job.report()
+    assert "bash" in log.split("Preparing environment", 1)[1], log
+    assert "must not run" not in log
+    check_run(gitlab, d, [job])

@@ -14,6 +14,9 @@
  * fixed buffer, so a stage printing gigabytes costs no memory.
  */
 #include <sys/stat.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
 
 #include <errno.h>
 #include <signal.h>
@@ -54,6 +57,14 @@ struct proc {
 	int		 handles;	/* initialised and not yet closed */
 
 	int		 pid;		/* also the process group id */
+	/*
+	 * Sessions our child started (su -c calls setsid): their groups
+	 * are out of reach of kill(-pid), so signals go to them too.
+	 * Remembered at the first signal, as su may exit before its
+	 * shell's children do.
+	 */
+	int		 sessions[4];
+	int		 n_sessions;
 	int		 outputs;	/* output pipes not yet at EOF */
 	int		 drain_step;	/* 0 waiting, 1 group killed */
 	uint64_t	 drain_ms;
@@ -75,20 +86,75 @@ struct proc {
 static void	proc_set_state(struct proc *, enum proc_state);
 static void	proc_on_drain(uv_timer_t *);
 
+/*
+ * Note the sessions led by direct children of our child, from
+ * /proc/<pid>/stat: "pid (comm) state ppid pgrp session ...".
+ */
+static void
+proc_find_sessions(struct proc *p)
+{
+	DIR		*dir;
+	struct dirent	*de;
+	char		 path[300], line[512], *s;
+	int		 fd, ppid, pgrp, sid, i;
+	ssize_t		 n;
+
+	if ((dir = opendir("/proc")) == NULL)
+		return;
+	while ((de = readdir(dir)) != NULL &&
+	    p->n_sessions < (int)(sizeof(p->sessions) / sizeof(p->sessions[0]))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+			continue;
+		n = read(fd, line, sizeof(line) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		line[n] = '\0';
+		if ((s = strrchr(line, ')')) == NULL ||
+		    sscanf(s + 1, " %*c %d %d %d", &ppid, &pgrp, &sid) != 3)
+			continue;
+		if (ppid != p->pid || sid != atoi(de->d_name) || sid == p->pid)
+			continue;
+		for (i = 0; i < p->n_sessions && p->sessions[i] != sid; i++)
+			;
+		if (i == p->n_sessions)
+			p->sessions[p->n_sessions++] = sid;
+	}
+	closedir(dir);
+}
+
 /* Send a signal to the whole group; a group already gone is fine. */
 static void
 proc_signal_group(struct proc *p, int sig)
 {
+	int i;
+
+	if (!p->exited)
+		proc_find_sessions(p);
 	if (kill(-p->pid, sig) != 0 && errno != ESRCH)
 		log_warn("process group %d: cannot send signal %d", p->pid,
 		    sig);
+	for (i = 0; i < p->n_sessions; i++)
+		if (kill(-p->sessions[i], sig) != 0 && errno != ESRCH)
+			log_warn("process group %d: cannot send signal %d",
+			    p->sessions[i], sig);
 }
 
-/* Whether anything of the process group is still there. */
+/* Whether anything of the process group (or its sessions) is still there. */
 static bool
 proc_group_alive(struct proc *p)
 {
-	return (kill(-p->pid, 0) == 0 || errno == EPERM);
+	int i;
+
+	if (kill(-p->pid, 0) == 0 || errno == EPERM)
+		return (true);
+	for (i = 0; i < p->n_sessions; i++)
+		if (kill(-p->sessions[i], 0) == 0 || errno == EPERM)
+			return (true);
+	return (false);
 }
 
 /* A handle is closed; the last one ends the proc. */

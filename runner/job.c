@@ -13,6 +13,7 @@
  * script.c, the variables and settings from vars.c.
  */
 #include <errno.h>
+#include <pwd.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -706,8 +707,26 @@ prepare_dirs(struct job *job)
 			goto fail;
 		*p = '/';
 	}
-	if (mkdir(copy, 0755) == -1 && errno != EEXIST)
-		goto fail;
+	if (mkdir(copy, 0755) == -1) {
+		if (errno != EEXIST)
+			goto fail;
+	} else if (job->set.user != NULL) {
+		/*
+		 * The stages run as the user and make the project directories
+		 * below: a builds directory we just made is theirs, as the
+		 * user's own working directory is under gitlab-runner.  One
+		 * that existed is left as its owner set it up.
+		 */
+		struct passwd *pw = getpwnam(job->set.user);
+
+		if (pw == NULL || chown(copy, pw->pw_uid, pw->pw_gid) == -1) {
+			job_fail(job, "runner_system_failure", 0, "cannot give the builds "
+			    "directory %s to user %s: %s", copy, job->set.user,
+			    pw == NULL ? "no such user" : strerror(errno));
+			free(copy);
+			return -1;
+		}
+	}
 	free(copy);
 	return 0;
 fail:

@@ -269,3 +269,44 @@ def test_recursive_submodules_limited_by_paths_and_clone_url(gitlab, daemons, gi
     assert without.status == "success", without.log_text
     assert "LIB=0" in without.log_text
     check_run(gitlab, d, [with_lib, without])
+
+
+def test_clean_flags_and_fetch_extra_flags(gitlab, daemons, git_server, tmp_path):
+    r = gitlab.add_runner(token=new_token())
+    d = daemons(gitlab, [builds_entry(gitlab, r, tmp_path)])
+    d.start()
+    first = source_job(gitlab, r, git_server, ["touch keep.me drop.me", "git tag | sed 's/^/TAG=/'"])
+    gitlab.wait_for_job(first, ("success", "failed"), timeout=60)
+    assert first.status == "success", first.log_text
+    assert "TAG=v1.0" in first.log_text          # tags follow the fetched history by default
+
+    second = source_job(gitlab, r, git_server,
+                        ["test -e keep.me && echo KEPT", "test ! -e drop.me && echo DROPPED",
+                         "touch left.alone"],
+                        variables={"GIT_CLEAN_FLAGS": "-ffdx -e keep.me"})
+    gitlab.wait_for_job(second, ("success", "failed"), timeout=60)
+    assert second.status == "success", second.log_text
+    assert "KEPT" in second.log_text and "DROPPED" in second.log_text
+
+    third = source_job(gitlab, r, git_server,
+                       ["test -e left.alone && echo NOT-CLEANED"],
+                       variables={"GIT_CLEAN_FLAGS": "none", "GIT_STRATEGY": "fetch",
+                                  "GIT_FETCH_EXTRA_FLAGS": "--no-tags --prune"})
+    gitlab.wait_for_job(third, ("success", "failed"), timeout=60)
+    d.stop()
+    assert third.status == "success", third.log_text
+    assert "NOT-CLEANED" in third.log_text
+    check_run(gitlab, d, [first, second, third])
+
+
+def test_no_tags_on_a_fresh_clone(gitlab, daemons, git_server, tmp_path):
+    r = gitlab.add_runner(token=new_token())
+    d = daemons(gitlab, [builds_entry(gitlab, r, tmp_path)])
+    job = source_job(gitlab, r, git_server, ["git tag | wc -l | sed 's/^/TAGS=/'"],
+                     variables={"GIT_FETCH_EXTRA_FLAGS": "--no-tags"})
+    d.start()
+    gitlab.wait_for_job(job, ("success", "failed"), timeout=60)
+    d.stop()
+    assert job.status == "success", job.log_text
+    assert "TAGS=0" in job.log_text
+    check_run(gitlab, d, [job])

@@ -130,3 +130,29 @@ def test_a_missing_shell_is_a_system_failure_that_names_it(gitlab, daemons, tmp_
     assert "bash" in log.split("Preparing environment", 1)[1], log
     assert "must not run" not in log
     check_run(gitlab, d, [job])
+
+
+def test_every_payload_step_is_a_stage_and_script_sections_collapse(gitlab, daemons, tmp_path):
+    from gitlab_double import job_payload
+    from daemon_helpers import without_sources
+
+    r = gitlab.add_runner(token=new_token())
+    d = daemons(gitlab, [entry(gitlab, r, "stages", builds_dir=str(tmp_path / "builds"),
+                               feature_flags={"FF_SCRIPT_SECTIONS": True})])
+    payload = job_payload(variables=without_sources(),
+                          script=["echo one-liner", "echo multi\necho line"])
+    payload["steps"].append({"name": "release", "script": ["echo RELEASE-STEP"],
+                             "timeout": 3600, "when": "on_success", "allow_failure": False})
+    job = gitlab.add_job(payload, runner=r)
+    d.start()
+    gitlab.wait_for_job(job, ("success", "failed"), timeout=60)
+    assert d.stop() == 0
+    log = job.log_text
+    assert job.status == "success", log
+    assert log.index(":step_script\r") < log.index(":step_release\r") < log.index("RELEASE-STEP")
+    assert 'Executing "step_release" stage of the job script' in log
+    # The multi-line command is a collapsed section of its own; the one-liner is not.
+    assert ":section_script_step_1[hide_duration=true,collapsed=true]" in log
+    assert "section_end:" in log.split("section_script_step_1[", 1)[1]
+    assert "section_script_step_0" not in log
+    check_run(gitlab, d, [job])

@@ -807,21 +807,22 @@ test_user(void **state)
 	run_free(&r);
 
 	/*
-	 * A cancel through su still ends the stage.  su -c starts the
-	 * user's shell in a session of its own, out of reach of our
-	 * kill(-pgid): su passes SIGTERM on to that shell only, and its
-	 * children outlive the cancel (gitlab-runner has the same limit).
-	 * Hence a short sleep here.
+	 * A cancel through su ends the stage and everything it started.
+	 * su -c puts the user's shell in a session of its own, out of
+	 * reach of kill(-pgid); the executor finds that session and
+	 * signals its group too.
 	 */
 	run_init(&r);
-	stage.script = "echo ready\nsleep 3\n";
-	r.cancel_on = "ready\n";
-	r.cancel_grace = 3000;
+	stage.script = "sleep 1000 &\necho $!\nsleep 30\n";
+	r.cancel_on = "\n";
+	r.cancel_grace = 6000;
 	run_start(&r, &stage);
 	uv_run(&r.loop, UV_RUN_DEFAULT);
 	assert_int_equal(r.done_calls, 1);
 	assert_true(r.exit_code > 128);
-	assert_true(r.ended - r.canceled_at < 4000);
+	/* su waits 2 s for its shell after passing SIGTERM on: before the SIGKILL. */
+	assert_true(r.ended - r.canceled_at < 5000);
+	assert_true(pid_dies_within(printed_pid(&r), 1000));
 	run_free(&r);
 }
 

@@ -932,6 +932,23 @@ fill_script_job(struct job *job, const struct runner_config *rc)
 	size_t i;
 
 	git_urls(job);
+	/*
+	 * The release step is made by Rails from the release: keyword, whose
+	 * fields the runner expands (gitlab-runner's writeUserScript).
+	 */
+	for (i = 0; i < job->payload->n_steps; i++) {
+		struct api_step *step = &job->payload->steps[i];
+		size_t k;
+
+		if (step->name == NULL || strcmp(step->name, "release") != 0)
+			continue;
+		for (k = 0; k < step->script.n; k++) {
+			char *line = job_vars_expand(&job->prep.vars, step->script.v[k]);
+
+			free(step->script.v[k]);
+			step->script.v[k] = line;
+		}
+	}
 	job->n_svars = job_vars_script(&job->prep.vars, &job->svars);
 	/* One more slot: CI_JOB_STATUS, set per stage in run_next_stage(). */
 	job->svars = xreallocarray(job->svars, job->n_svars + 1, sizeof(*job->svars));

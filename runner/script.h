@@ -100,19 +100,4 @@ char	*script_stage(const struct script_job *j, enum script_stage stage);
 const char *script_stage_name(const struct script_job *j, enum script_stage stage,
 	    char *out, size_t size);
 
-/*
- * The first, minimal generator job.c still uses (a user step only); it goes
- * once job.c runs every stage through script_stage().
- */
-struct script_step {
-	const char		*shell;
-	const char		*dir;
-	const char *const	*commands;
-	size_t			 n_commands;
-	const char		*before;
-	const char		*after;
-};
-
-char	*script_step(const struct script_step *s);
-
 #endif

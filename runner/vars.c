@@ -343,6 +343,21 @@ expand(const char *s, const struct job_var *vars, char *const *values, size_t n)
 	return buf_detach(&b, NULL);
 }
 
+char *
+job_vars_expand(const struct job_vars *v, const char *s)
+{
+	char **values;
+	char *out;
+	size_t i;
+
+	values = xcalloc(v->n + 1, sizeof(*values));
+	for (i = 0; i < v->n; i++)
+		values[i] = v->v[i].value;
+	out = expand(s, v->v, values, v->n);
+	free(values);
+	return out;
+}
+
 /* One pass: every value is expanded against the others as they were. */
 static void
 expand_all(struct job_vars *v)

@@ -49,6 +49,12 @@ struct job_vars {
 };
 
 /* What the runner adds; all borrowed, read only during the call. */
+/*
+ * s with $VAR and ${VAR} replaced by the variables' final values
+ * (gitlab-runner's ExpandValue); unknown names become "".  Caller frees.
+ */
+char	*job_vars_expand(const struct job_vars *v, const char *s);
+
 struct job_vars_input {
 	const char		*short_token;	/* CI_RUNNER_SHORT_TOKEN */
 	const char		*builds_dir;	/* absolute */

@@ -141,7 +141,9 @@ def test_every_payload_step_is_a_stage_and_script_sections_collapse(gitlab, daem
                                feature_flags={"FF_SCRIPT_SECTIONS": True})])
     payload = job_payload(variables=without_sources(),
                           script=["echo one-liner", "echo multi\necho line"])
-    payload["steps"].append({"name": "release", "script": ["echo RELEASE-STEP"],
+    # Rails turns release: into a step whose lines the runner expands itself.
+    payload["variables"].append({"key": "TAG", "value": "v1.2.3", "public": True, "masked": False})
+    payload["steps"].append({"name": "release", "script": ["echo 'RELEASE-STEP $TAG'"],
                              "timeout": 3600, "when": "on_success", "allow_failure": False})
     job = gitlab.add_job(payload, runner=r)
     d.start()
@@ -149,7 +151,7 @@ def test_every_payload_step_is_a_stage_and_script_sections_collapse(gitlab, daem
     assert d.stop() == 0
     log = job.log_text
     assert job.status == "success", log
-    assert log.index(":step_script\r") < log.index(":step_release\r") < log.index("RELEASE-STEP")
+    assert log.index(":step_script\r") < log.index(":step_release\r") < log.index("RELEASE-STEP v1.2.3")
     assert 'Executing "step_release" stage of the job script' in log
     # The multi-line command is a collapsed section of its own; the one-liner is not.
     assert ":section_script_step_1[hide_duration=true,collapsed=true]" in log

@@ -229,6 +229,14 @@ test_expansion(void **state)
 	assert_string_equal(job_vars_get(&v, "TRAIL"), "cost: 5$");
 	/* Never the process environment. */
 	assert_string_equal(job_vars_get(&v, "ENVONLY"), "");
+
+	/* A release step's line, against the final values. */
+	{
+		char *line = job_vars_expand(&v, "release $B ${C} $NOPE $$ 'q'");
+
+		assert_string_equal(line, "release a-a c2  $ 'q'");
+		free(line);
+	}
 	job_vars_release(&v);
 }
 

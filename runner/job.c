@@ -464,6 +464,38 @@ on_stage_done(int status, int exit_code, void *arg)
 	run_next_stage(job);
 }
 
+/*
+ * Caches and artifacts wait for the artifacts issue: a job that asks for
+ * them is told, rather than left to wonder where its files went.
+ */
+static void
+say_unsupported(struct job *job, enum script_stage which)
+{
+	const struct api_job *p = job->payload;
+	const char *what = NULL;
+	char name[64];
+
+	switch (which) {
+	case SCRIPT_RESTORE_CACHE:
+	case SCRIPT_ARCHIVE_CACHE:
+		what = p->n_caches > 0 ? "cache" : NULL;
+		break;
+	case SCRIPT_DOWNLOAD_ARTIFACTS:
+		what = p->n_dependencies > 0 ? "artifacts of earlier jobs" : NULL;
+		break;
+	case SCRIPT_UPLOAD_ARTIFACTS:
+		what = p->n_artifacts > 0 ? "artifacts" : NULL;
+		break;
+	default:
+		break;
+	}
+	if (what == NULL)
+		return;
+	script_stage_name(&job->sj, which, name, sizeof(name));
+	job_say(job, "\033[0;33mWARNING: %s skipped: this runner does not handle %s yet",
+	    name, what);
+}
+
 /* Whether a stage runs, given how the job went so far. */
 static bool
 stage_wanted(const struct job *job, const struct stage *st)
@@ -511,6 +543,7 @@ run_next_stage(struct job *job)
 		job->sj.n_vars = job->n_svars + 1;
 		if ((script = script_stage(&job->sj, st->which)) != NULL)
 			break;	/* NULL: nothing to do, skipped without a section */
+		say_unsupported(job, st->which);
 	}
 	if (i >= job->n_stages) {
 		stage_timer_stop(job);
@@ -925,7 +958,7 @@ git_urls(struct job *job)
 
 /* What every stage's text is made from: filled once, per stage the step. */
 static void
-fill_script_job(struct job *job, const struct runner_config *rc)
+fill_script_job(struct job *job)
 {
 	struct script_job *sj = &job->sj;
 	const struct build_settings *bs = &job->prep.settings;
@@ -964,8 +997,9 @@ fill_script_job(struct job *job, const struct runner_config *rc)
 	sj->n_vars = job->n_svars;
 	sj->debug_trace = bs->debug_trace;
 	sj->script_sections = job->payload->features.trace_sections &&
-	    config_feature_flag(rc, "FF_SCRIPT_SECTIONS");
-	sj->exit_code_check = config_feature_flag(rc, "FF_ENABLE_BASH_EXIT_CODE_CHECK");
+	    job_vars_feature_flag(&job->prep.vars, "FF_SCRIPT_SECTIONS");
+	sj->exit_code_check = job_vars_feature_flag(&job->prep.vars,
+	    "FF_ENABLE_BASH_EXIT_CODE_CHECK");
 	sj->git_strategy = bs->git_strategy;
 	sj->repo_url = job->repo_url;
 	sj->remote_url = job->remote_url;
@@ -979,6 +1013,7 @@ fill_script_job(struct job *job, const struct runner_config *rc)
 	sj->clean_flags = bs->git_clean_flags;
 	sj->fetch_flags = bs->git_fetch_flags;
 	sj->clone_flags = bs->git_clone_flags;
+	sj->native_clone = job_vars_feature_flag(&job->prep.vars, "FF_USE_GIT_NATIVE_CLONE");
 	sj->submodule_strategy = bs->submodule_strategy;
 	sj->submodule_paths = bs->submodule_paths;
 	sj->submodule_update_flags = bs->submodule_update_flags;
@@ -1074,7 +1109,7 @@ job_start(const struct job_env *env, struct api_job *payload, struct job_setting
 	job->project_dir = xstrdup(job->prep.dirs.project_dir != NULL ?
 	    job->prep.dirs.project_dir : job->set.builds_dir);
 	build_stages(job);
-	fill_script_job(job, rc);
+	fill_script_job(job);
 
 	if ((jdir = journal_dir(job->set.state_dir, &cause)) == NULL) {
 		log_error("job %" PRId64 ": %s", payload->id, cause);

@@ -436,6 +436,49 @@ write_fetch(struct buf *b, const struct script_job *j)
 	buf_release(&cmd);
 }
 
+/* git clone of the ref, GIT_CLONE_EXTRA_FLAGS last so they can override. */
+static void
+write_native_clone(struct buf *b, const struct script_job *j)
+{
+	char *m;
+
+	if (j->depth > 0)
+		m = xasprintf("Cloning repository for %s with git depth set to %lld...",
+		    j->ref, (long long)j->depth);
+	else if (!empty(j->ref))
+		m = xasprintf("Cloning repository for %s...", j->ref);
+	else
+		m = xstrdup("Cloning repository...");
+	say(b, FMT_NOTICE, m);
+	free(m);
+	buf_puts(b, "git -c include.path=\"$GLR_EXT_GIT_CONFIG_PATH\"");
+	if (!empty(j->user_agent)) {
+		char *ua = xasprintf("http.userAgent=%s", j->user_agent);
+
+		buf_puts(b, " -c ");
+		script_quote(b, ua);
+		free(ua);
+	}
+	buf_puts(b, " clone --no-checkout ");
+	script_quote(b, j->remote_url);
+	buf_putc(b, ' ');
+	path_word(b, j->project_dir, NULL);
+	buf_puts(b, " --template ");
+	path_word(b, j->tmp_dir, TEMPLATE_DIR);
+	if (j->depth > 0)
+		buf_printf(b, " --depth %lld", (long long)j->depth);
+	if (strncmp(j->ref, "refs/", 5) == 0) {
+		buf_puts(b, " --revision ");
+		script_quote(b, j->ref);
+	} else if (!empty(j->ref)) {
+		buf_puts(b, " --branch ");
+		script_quote(b, j->ref);
+	}
+	words(b, j->clone_flags != NULL ? j->clone_flags : "");
+	buf_putc(b, '\n');
+	write_cd(b, j);
+}
+
 static void
 write_submodules(struct buf *b, const struct script_job *j)
 {
@@ -591,6 +634,16 @@ get_sources(struct buf *b, const struct script_job *j)
 	}
 	write_ext_conf(b, j);
 
+	/*
+	 * FF_USE_GIT_NATIVE_CLONE: git clone --revision needs git 2.49;
+	 * older gits take the init and fetch path, as in gitlab-runner.
+	 */
+	if (clone && j->native_clone) {
+		buf_puts(b, "if printf '%s\\n' 2.49 \"$(git version | cut -d ' ' -f 3)\" | "
+		    "sort -V -C; then\n");
+		write_native_clone(b, j);
+		buf_puts(b, "else\n");
+	}
 	buf_puts(b, "git init -q --template ");
 	path_word(b, j->tmp_dir, TEMPLATE_DIR);
 	buf_putc(b, ' ');
@@ -606,6 +659,8 @@ get_sources(struct buf *b, const struct script_job *j)
 	buf_puts(b, "\nfi\n");
 
 	write_fetch(b, j);
+	if (clone && j->native_clone)
+		buf_puts(b, "fi\n");
 
 	if (j->checkout) {
 		char *m;

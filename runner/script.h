@@ -67,7 +67,8 @@ struct script_job {
 	bool			 checkout;	/* GIT_CHECKOUT */
 	const char		*clean_flags;	/* GIT_CLEAN_FLAGS, default "-ffdx"; "none" skips */
 	const char		*fetch_flags;	/* GIT_FETCH_EXTRA_FLAGS, default "--prune --quiet" */
-	const char		*clone_flags;	/* GIT_CLONE_EXTRA_FLAGS */
+	const char		*clone_flags;	/* GIT_CLONE_EXTRA_FLAGS, with native_clone */
+	bool			 native_clone;	/* FF_USE_GIT_NATIVE_CLONE: clone uses git clone */
 	const char		*submodule_strategy; /* none, normal, recursive */
 	const char		*submodule_paths;
 	const char		*submodule_update_flags;

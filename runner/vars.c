@@ -343,6 +343,18 @@ expand(const char *s, const struct job_var *vars, char *const *values, size_t n)
 	return buf_detach(&b, NULL);
 }
 
+bool
+job_vars_feature_flag(const struct job_vars *v, const char *name)
+{
+	size_t i;
+
+	/* The resolved flags come first; a job's own FF_ variable comes later. */
+	for (i = 0; i < v->n && i < N_FF; i++)
+		if (strcmp(v->v[i].key, name) == 0)
+			return strcmp(v->v[i].value, "true") == 0;
+	return false;
+}
+
 char *
 job_vars_expand(const struct job_vars *v, const char *s)
 {

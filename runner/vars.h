@@ -50,6 +50,12 @@ struct job_vars {
 
 /* What the runner adds; all borrowed, read only during the call. */
 /*
+ * A feature flag as the job sees it: config.toml's value, else the job's
+ * FF_ variable, else the default.
+ */
+bool	job_vars_feature_flag(const struct job_vars *v, const char *name);
+
+/*
  * s with $VAR and ${VAR} replaced by the variables' final values
  * (gitlab-runner's ExpandValue); unknown names become "".  Caller frees.
  */

@@ -310,3 +310,34 @@ def test_no_tags_on_a_fresh_clone(gitlab, daemons, git_server, tmp_path):
     assert job.status == "success", job.log_text
     assert "TAGS=0" in job.log_text
     check_run(gitlab, d, [job])
+
+
+def _git_version():
+    import subprocess
+    out = subprocess.run(["git", "version"], capture_output=True, text=True).stdout.split()[2]
+    return tuple(int(x) for x in out.split(".")[:2])
+
+
+def test_native_clone_feature_flag(gitlab, daemons, git_server, tmp_path):
+    """FF_USE_GIT_NATIVE_CLONE from the job: git clone with GIT_CLONE_EXTRA_FLAGS on git
+    2.49 and later, init and fetch before (Debian 12 has 2.39), as gitlab-runner does."""
+    r = gitlab.add_runner(token=new_token())
+    d = daemons(gitlab, [builds_entry(gitlab, r, tmp_path)])
+    job = source_job(gitlab, r, git_server,
+                     ["echo HEAD=$(git rev-parse HEAD)", "git tag | wc -l | sed 's/^/TAGS=/'"],
+                     variables={"FF_USE_GIT_NATIVE_CLONE": "true", "GIT_STRATEGY": "clone",
+                                "GIT_CLONE_EXTRA_FLAGS": "--no-tags"})
+    d.start()
+    gitlab.wait_for_job(job, ("success", "failed"), timeout=60)
+    d.stop()
+    log = job.log_text
+    assert job.status == "success", log
+    assert f"HEAD={git_server.repos.main_head}" in log
+    if _git_version() >= (2, 49):
+        assert "Cloning repository for main with git depth set to 20..." in log
+        assert "TAGS=0" in log
+    else:
+        assert "Cloning repository" not in log
+        assert "Created fresh repository." in log
+    assert job.token not in log
+    check_run(gitlab, d, [job])

@@ -158,3 +158,29 @@ def test_every_payload_step_is_a_stage_and_script_sections_collapse(gitlab, daem
     assert "section_end:" in log.split("section_script_step_1[", 1)[1]
     assert "section_script_step_0" not in log
     check_run(gitlab, d, [job])
+
+
+def test_cache_and_artifacts_are_said_to_be_skipped(gitlab, daemons, tmp_path):
+    job = run_one(gitlab, daemons, tmp_path, script=["echo built > out.txt"],
+                  artifacts=[{"name": "out", "untracked": False, "paths": ["out.txt"],
+                              "when": "on_success", "artifact_type": "archive",
+                              "artifact_format": "zip", "expire_in": "1 day"}],
+                  cache=[{"key": "k", "untracked": False, "policy": "pull-push",
+                          "paths": ["vendor/"], "when": "on_success"}])
+    log = job.log_text
+    assert job.status == "success", log
+    for stage, what in (("restore_cache", "cache"), ("archive_cache", "cache"),
+                        ("upload_artifacts_on_success", "artifacts")):
+        assert f"WARNING: {stage} skipped: this runner does not handle {what} yet" in log
+    assert "download_artifacts skipped" not in log          # no dependencies
+
+
+def test_after_script_timeout_ends_only_after_script(gitlab, daemons, tmp_path):
+    job = run_one(gitlab, daemons, tmp_path, script=["echo fine"],
+                  after_script=["echo after starts", "sleep 30", "echo never"],
+                  variables={"RUNNER_AFTER_SCRIPT_TIMEOUT": "1s"})
+    log = job.log_text
+    assert job.status == "success", log             # after_script errors are ignored
+    assert "after starts" in log
+    assert "WARNING: after_script took longer than RUNNER_AFTER_SCRIPT_TIMEOUT" in log
+    assert not any(line.endswith(" never") for line in log.splitlines()), log

@@ -830,6 +830,79 @@ test_sources_git(void **state)
 }
 
 /* Submodules: sync, update --init with paths and depth, then clean. */
+/* A stage's text with the eval wrapper's quoting undone ('\'' back to '). */
+static char *
+unwrapped(char *text)
+{
+	char *r, *w;
+
+	for (r = w = text; *r != '\0'; ) {
+		if (strncmp(r, "'\\''", 4) == 0) {
+			*w++ = '\'';
+			r += 4;
+		} else
+			*w++ = *r++;
+	}
+	*w = '\0';
+	return text;
+}
+
+/*
+ * FF_USE_GIT_NATIVE_CLONE: git clone of the ref, GIT_CLONE_EXTRA_FLAGS
+ * last; init and fetch when git is older than 2.49 (clone --revision).
+ */
+static void
+test_sources_native_clone(void **state)
+{
+	static const char *const rs_main[] = {
+		"+refs/heads/main:refs/remotes/origin/main",
+	};
+	struct script_job j;
+	char *sha1, *sha2, *text;
+	size_t k;
+
+	(void)state;
+	make_origin(&sha1, &sha2);
+	for (k = 0; k < NELEM(shells); k++) {
+		run_job(&j, shells[k], "native");
+		j.git_strategy = "clone";
+		j.native_clone = true;
+		j.repo_url = j.remote_url = "file:///nonexistent/origin.git";
+		j.server_host = "";
+		j.sha = sha1;
+		j.ref = "main";
+		j.refspecs.v = rs_main;
+		j.refspecs.n = 1;
+		j.depth = 3;
+		j.clone_flags = "--no-tags --single-branch";
+		text = unwrapped(script_stage(&j, SCRIPT_GET_SOURCES));
+		assert_non_null(strstr(text, "| sort -V -C; then\n"));
+		assert_non_null(strstr(text, " clone --no-checkout 'file:///nonexistent/origin.git' "));
+		assert_non_null(strstr(text,
+		    " --depth 3 --branch 'main' '--no-tags' '--single-branch'\n"));
+		assert_non_null(strstr(text, "Cloning repository for main with git depth set to 3..."));
+		assert_non_null(strstr(text, "\nelse\ngit init -q --template "));
+		free(text);
+
+		j.ref = "refs/merge-requests/1/head";
+		j.depth = 0;
+		j.clone_flags = "";
+		text = unwrapped(script_stage(&j, SCRIPT_GET_SOURCES));
+		assert_non_null(strstr(text, " --revision 'refs/merge-requests/1/head'\n"));
+		assert_non_null(strstr(text, "Cloning repository for refs/merge-requests/1/head..."));
+		free(text);
+
+		/* Off: no git clone at all. */
+		j.native_clone = false;
+		text = script_stage(&j, SCRIPT_GET_SOURCES);
+		assert_null(strstr(text, " clone --no-checkout "));
+		free(text);
+		free_job(&j);
+	}
+	free(sha1);
+	free(sha2);
+}
+
 static void
 test_sources_submodules(void **state)
 {
@@ -894,6 +967,7 @@ main(void)
 		cmocka_unit_test(test_errexit),
 		cmocka_unit_test(test_sources_none_empty),
 		cmocka_unit_test(test_sources_git),
+		cmocka_unit_test(test_sources_native_clone),
 		cmocka_unit_test(test_sources_submodules),
 	};
 

@@ -325,6 +325,24 @@ def add_job(gitlab, runner, id=None, update_interval=0, **payload):
                           update_interval=update_interval, **options)
 
 
+def run_one(gitlab, daemons, tmp_path, entry_keys=None, wait_s=60, **payload):
+    """One job (add_job(**payload)) on a fresh runner whose builds are under tmp_path.
+
+    entry_keys add to its [[runners]] entry; the daemon is stopped and
+    check_run() passed before the finished Job is returned.
+    """
+    r = gitlab.add_runner(token=new_token())
+    keys = {"builds_dir": str(tmp_path / "builds")}
+    keys.update(entry_keys or {})
+    d = daemons(gitlab, [entry(gitlab, r, "one", **keys)])
+    job = add_job(gitlab, r, **payload)
+    d.start()
+    gitlab.wait_for_job(job, FINAL_STATES, timeout=wait_s)
+    assert d.stop() == 0
+    check_run(gitlab, d, [job])
+    return job
+
+
 def job_requests(gitlab, job):
     """Every request about a job (PUT /jobs/:id, PATCH /jobs/:id/trace), in order."""
     return gitlab.requests_for("*", rf"^/api/v4/jobs/{job.id}(/trace)?$")

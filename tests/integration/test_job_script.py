@@ -8,22 +8,9 @@ import time
 
 import pytest
 
-from daemon_helpers import add_job, check_run, daemons, entry, new_token, wait_until  # noqa: F401
+from daemon_helpers import add_job, check_run, daemons, entry, new_token, run_one, wait_until  # noqa: F401
 
 METACHARS = "a'b\"c $HOME `true` \\n ; | & * ? ~ ! # { } ( ) < >"
-
-
-def run_one(gitlab, daemons, tmp_path, entry_keys=None, wait_s=60, **payload):
-    r = gitlab.add_runner(token=new_token())
-    keys = {"builds_dir": str(tmp_path / "builds")}
-    keys.update(entry_keys or {})
-    d = daemons(gitlab, [entry(gitlab, r, "script", **keys)])
-    job = add_job(gitlab, r, **payload)
-    d.start()
-    gitlab.wait_for_job(job, ("success", "failed"), timeout=wait_s)
-    assert d.stop() == 0
-    check_run(gitlab, d, [job])
-    return job
 
 
 @pytest.mark.parametrize("shell", ["bash", "sh"])

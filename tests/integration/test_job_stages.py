@@ -8,20 +8,8 @@ cannot be made is a system failure that says so.
 import os
 import stat
 
-from daemon_helpers import add_job, check_run, daemons, entry, new_token, pid_gone, wait_until  # noqa: F401
-
-
-def run_one(gitlab, daemons, tmp_path, entry_keys=None, wait_s=60, **payload):
-    r = gitlab.add_runner(token=new_token())
-    keys = {"builds_dir": str(tmp_path / "builds")}
-    keys.update(entry_keys or {})
-    d = daemons(gitlab, [entry(gitlab, r, "stages", **keys)])
-    job = add_job(gitlab, r, **payload)
-    d.start()
-    gitlab.wait_for_job(job, ("success", "failed"), timeout=wait_s)
-    assert d.stop() == 0
-    check_run(gitlab, d, [job])
-    return job
+from daemon_helpers import (add_job, check_run, daemons, entry, new_token, pid_gone,  # noqa: F401
+                            run_one, wait_until)
 
 
 def printed(log, key):

@@ -348,8 +348,9 @@ insteadof(struct buf *c, const char *to, const char *from)
 /*
  * The external git config: the credentialed URL as insteadOf of the plain
  * one, and the same for the server's base URL so that submodules on the
- * same server (relative URLs included) get the credentials too.  Written by printf, a builtin, so the token is in no process's
- * argv; 0600 through umask in a subshell.
+ * same server (relative URLs included) get the credentials too.  Written
+ * by printf, a builtin, so the token is in no process's argv; 0600
+ * through umask in a subshell.
  */
 static void
 write_ext_conf(struct buf *b, const struct script_job *j)

@@ -14,7 +14,6 @@
  * fixed buffer, so a stage printing gigabytes costs no memory.
  */
 #include <sys/stat.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 
@@ -87,25 +86,31 @@ static void	proc_set_state(struct proc *, enum proc_state);
 static void	proc_on_drain(uv_timer_t *);
 
 /*
- * Note the sessions led by direct children of our child, from
- * /proc/<pid>/stat: "pid (comm) state ppid pgrp session ...".
+ * Note the sessions led by direct children of our child.  The kernel
+ * lists a task's children in /proc/<pid>/task/<pid>/children, so this
+ * reads one small file per child rather than every process's stat.
  */
 static void
 proc_find_sessions(struct proc *p)
 {
-	DIR		*dir;
-	struct dirent	*de;
-	char		 path[300], line[512], *s;
-	int		 fd, ppid, pgrp, sid, i;
-	ssize_t		 n;
+	char	 path[64], kids[1024], line[512], *s, *next, *end;
+	int	 fd, ppid, pgrp, sid, kid, i;
+	ssize_t	 n;
 
-	if ((dir = opendir("/proc")) == NULL)
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", p->pid, p->pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return;
-	while ((de = readdir(dir)) != NULL &&
-	    p->n_sessions < (int)(sizeof(p->sessions) / sizeof(p->sessions[0]))) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+	n = read(fd, kids, sizeof(kids) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	kids[n] = '\0';
+	for (s = kids; p->n_sessions < (int)(sizeof(p->sessions) /
+	    sizeof(p->sessions[0])); s = next) {
+		kid = (int)strtol(s, &next, 10);
+		if (next == s)
+			break;
+		snprintf(path, sizeof(path), "/proc/%d/stat", kid);
 		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 			continue;
 		n = read(fd, line, sizeof(line) - 1);
@@ -113,17 +118,16 @@ proc_find_sessions(struct proc *p)
 		if (n <= 0)
 			continue;
 		line[n] = '\0';
-		if ((s = strrchr(line, ')')) == NULL ||
-		    sscanf(s + 1, " %*c %d %d %d", &ppid, &pgrp, &sid) != 3)
-			continue;
-		if (ppid != p->pid || sid != atoi(de->d_name) || sid == p->pid)
+		/* "pid (comm) state ppid pgrp session ...": comm may hold ')'. */
+		if ((end = strrchr(line, ')')) == NULL ||
+		    sscanf(end + 1, " %*c %d %d %d", &ppid, &pgrp, &sid) != 3 ||
+		    sid != kid || sid == p->pid)
 			continue;
 		for (i = 0; i < p->n_sessions && p->sessions[i] != sid; i++)
 			;
 		if (i == p->n_sessions)
 			p->sessions[p->n_sessions++] = sid;
 	}
-	closedir(dir);
 }
 
 /* Send a signal to the whole group; a group already gone is fine. */

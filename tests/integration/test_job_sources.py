@@ -341,3 +341,29 @@ def test_native_clone_feature_flag(gitlab, daemons, git_server, tmp_path):
         assert "Created fresh repository." in log
     assert job.token not in log
     check_run(gitlab, d, [job])
+
+
+def test_credentials_a_helper_stored_are_rejected_at_the_end(gitlab, daemons, git_server,
+                                                             tmp_path):
+    # A build user whose git saves every credential it uses (credential.helper
+    # store): the job's token would outlive the job in ~/.git-credentials
+    # without the `git credential reject` at the end of get_sources.
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[credential]\n\thelper = store\n")
+    r = gitlab.add_runner(token=new_token())
+    d = daemons(gitlab, [builds_entry(gitlab, r, tmp_path)],
+                env={"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")})
+    job = source_job(gitlab, r, git_server, ["echo HEAD=$(git rev-parse HEAD)",
+                                             "cat ~/.git-credentials | wc -l | sed 's/^/STORED=/'"])
+    d.start()
+    gitlab.wait_for_job(job, ("success", "failed"), timeout=60)
+    d.stop()
+    assert job.status == "success", job.log_text
+    assert f"HEAD={git_server.repos.main_head}" in job.log_text
+    store = home / ".git-credentials"
+    # git did use the helper (the file exists), and nothing of the job is left in it.
+    assert store.exists(), "git never called the credential helper: the test proves nothing"
+    assert job.token not in store.read_text()
+    assert "STORED=0" in job.log_text
+    check_run(gitlab, d, [job])

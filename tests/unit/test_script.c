@@ -73,6 +73,17 @@ exists(const char *path)
 	return (lstat(path, &st) == 0);
 }
 
+/* Whether dir/name exists. */
+static int
+exists_in(const char *dir, const char *name)
+{
+	char *p = xasprintf("%s/%s", dir, name);
+	int yes = exists(p);
+
+	free(p);
+	return yes;
+}
+
 /* Runs text with /bin/<shell> reading it on stdin in cwd; the exit status. */
 static int
 run_shell(const char *shell, const char *text, const char *cwd)
@@ -145,6 +156,16 @@ cmd_output(const char *fmt, ...)
 	if (line[n - 1] == '\n')
 		line[n - 1] = '\0';
 	return (line);
+}
+
+/* The checkout in dir is at sha. */
+static void
+assert_head(const char *dir, const char *sha)
+{
+	char *head = cmd_output("git -C '%s' rev-parse HEAD", dir);
+
+	assert_string_equal(head, sha);
+	free(head);
 }
 
 static void
@@ -716,7 +737,7 @@ test_sources_git(void **state)
 	};
 	static const char *const rs_tag[] = { "+refs/tags/v1:refs/tags/v1" };
 	struct script_job j;
-	char *sha1, *sha2, *repo, *head, *p, *cfg, *ext;
+	char *sha1, *sha2, *repo, *p, *cfg, *ext;
 	struct stat st;
 	size_t k;
 
@@ -740,12 +761,8 @@ test_sources_git(void **state)
 		j.get_sources_attempts = 2;
 
 		assert_int_equal(run_stage(&j, SCRIPT_GET_SOURCES, root), 0);
-		head = cmd_output("git -C '%s' rev-parse HEAD", j.project_dir);
-		assert_string_equal(head, sha2);
-		free(head);
-		p = xasprintf("%s/.git/shallow", j.project_dir);
-		assert_true(exists(p));
-		free(p);
+		assert_head(j.project_dir, sha2);
+		assert_true(exists_in(j.project_dir, ".git/shallow"));
 		cfg = xasprintf("%s/.git/config", j.project_dir);
 		p = read_file(cfg, NULL);
 		assert_null(strstr(p, repo));
@@ -768,21 +785,11 @@ test_sources_git(void **state)
 		j.refspecs.v = rs_tag;
 		j.depth = 0;
 		assert_int_equal(run_stage(&j, SCRIPT_GET_SOURCES, root), 0);
-		head = cmd_output("git -C '%s' rev-parse HEAD", j.project_dir);
-		assert_string_equal(head, sha1);
-		free(head);
-		p = xasprintf("%s/.git/marker", j.project_dir);
-		assert_true(exists(p));
-		free(p);
-		p = xasprintf("%s/untracked", j.project_dir);
-		assert_false(exists(p));
-		free(p);
-		p = xasprintf("%s/.git/shallow", j.project_dir);
-		assert_false(exists(p));
-		free(p);
-		p = xasprintf("%s/b", j.project_dir);
-		assert_false(exists(p));
-		free(p);
+		assert_head(j.project_dir, sha1);
+		assert_true(exists_in(j.project_dir, ".git/marker"));
+		assert_false(exists_in(j.project_dir, "untracked"));
+		assert_false(exists_in(j.project_dir, ".git/shallow"));
+		assert_false(exists_in(j.project_dir, "b"));
 
 		/* clean_flags none keeps untracked files; no checkout keeps HEAD */
 		sh("touch '%s/untracked'", j.project_dir);
@@ -790,12 +797,8 @@ test_sources_git(void **state)
 		j.checkout = false;
 		j.sha = sha2;
 		assert_int_equal(run_stage(&j, SCRIPT_GET_SOURCES, root), 0);
-		head = cmd_output("git -C '%s' rev-parse HEAD", j.project_dir);
-		assert_string_equal(head, sha1);
-		free(head);
-		p = xasprintf("%s/untracked", j.project_dir);
-		assert_true(exists(p));
-		free(p);
+		assert_head(j.project_dir, sha1);
+		assert_true(exists_in(j.project_dir, "untracked"));
 
 		/* clone starts fresh */
 		j.git_strategy = "clone";
@@ -804,12 +807,8 @@ test_sources_git(void **state)
 		j.refspecs.v = rs_main;
 		j.depth = 1;
 		assert_int_equal(run_stage(&j, SCRIPT_GET_SOURCES, root), 0);
-		head = cmd_output("git -C '%s' rev-parse HEAD", j.project_dir);
-		assert_string_equal(head, sha2);
-		free(head);
-		p = xasprintf("%s/.git/marker", j.project_dir);
-		assert_false(exists(p));
-		free(p);
+		assert_head(j.project_dir, sha2);
+		assert_false(exists_in(j.project_dir, ".git/marker"));
 
 		/* a fetch that cannot succeed fails the stage after its attempts */
 		j.repo_url = "file:///nonexistent/really/origin.git";
@@ -910,7 +909,7 @@ test_sources_submodules(void **state)
 		"+refs/heads/main:refs/remotes/origin/main",
 	};
 	struct script_job j;
-	char *d, *repo, *sha, *p;
+	char *d, *repo, *sha;
 	size_t k;
 
 	(void)state;
@@ -937,16 +936,12 @@ test_sources_submodules(void **state)
 		j.submodule_paths = "sub";
 		j.submodule_depth = 1;
 		assert_int_equal(run_stage(&j, SCRIPT_GET_SOURCES, root), 0);
-		p = xasprintf("%s/sub/s", j.project_dir);
-		assert_true(exists(p));
-		free(p);
+		assert_true(exists_in(j.project_dir, "sub/s"));
 		/* a second fetch cleans untracked files inside the submodule */
 		j.git_strategy = "fetch";
 		sh("touch '%s/sub/untracked'", j.project_dir);
 		assert_int_equal(run_stage(&j, SCRIPT_GET_SOURCES, root), 0);
-		p = xasprintf("%s/sub/untracked", j.project_dir);
-		assert_false(exists(p));
-		free(p);
+		assert_false(exists_in(j.project_dir, "sub/untracked"));
 		free_job(&j);
 	}
 	free(repo);

@@ -26,6 +26,7 @@
 #include "runner/config.h"
 #include "runner/duration.h"
 #include "runner/log.h"
+#include "runner/mkdirs.h"
 #include "runner/xmalloc.h"
 
 /* Larger than any real config by far; protects against reading a disk image. */
@@ -981,32 +982,6 @@ config_dir(const struct config *cfg)
 	return dir;
 }
 
-/* mkdir -p with mode 0700 for the parts that are missing. */
-static int
-make_dirs(const char *dir)
-{
-	char *p, *copy;
-	int rc = 0;
-
-	copy = xstrdup(dir);
-	for (p = copy + 1; ; p++) {
-		if (*p != '/' && *p != '\0')
-			continue;
-		char saved = *p;
-
-		*p = '\0';
-		if (mkdir(copy, 0700) == -1 && errno != EEXIST) {
-			rc = -1;
-			break;
-		}
-		*p = saved;
-		if (saved == '\0')
-			break;
-	}
-	free(copy);
-	return rc;
-}
-
 static int
 write_all(int fd, const char *p, size_t len)
 {
@@ -1050,7 +1025,7 @@ config_save(const struct config *cfg, char **cause)
 		dir = xstrdup(dirname(copy));
 		free(copy);
 	}
-	if (make_dirs(dir) != 0) {
+	if (mkdirs(dir, 0700, NULL) != 0) {
 		*cause = xasprintf("cannot save %s: cannot create %s: %s",
 		    cfg->path, dir, strerror(errno));
 		goto fail;

@@ -32,6 +32,7 @@
 #include "runner/job.h"
 #include "runner/journal.h"
 #include "runner/log.h"
+#include "runner/mkdirs.h"
 #include "runner/mask.h"
 #include "runner/metrics.h"
 #include "runner/script.h"
@@ -730,43 +731,31 @@ job_abandon(struct job *job)
 static int
 prepare_dirs(struct job *job)
 {
-	char *p, *copy = xstrdup(job->set.builds_dir);
+	const char *dir = job->set.builds_dir;
+	struct passwd *pw;
+	bool created;
 
-	for (p = copy + 1; *p != '\0'; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(copy, 0755) == -1 && errno != EEXIST)
-			goto fail;
-		*p = '/';
+	if (mkdirs(dir, 0755, &created) == -1) {
+		job_fail(job, "runner_system_failure", 0, "cannot create the builds directory "
+		    "%s: %s (check builds_dir and that this user may write there)", dir,
+		    strerror(errno));
+		return -1;
 	}
-	if (mkdir(copy, 0755) == -1) {
-		if (errno != EEXIST)
-			goto fail;
-	} else if (job->set.user != NULL) {
-		/*
-		 * The stages run as the user and make the project directories
-		 * below: a builds directory we just made is theirs, as the
-		 * user's own working directory is under gitlab-runner.  One
-		 * that existed is left as its owner set it up.
-		 */
-		struct passwd *pw = getpwnam(job->set.user);
-
-		if (pw == NULL || chown(copy, pw->pw_uid, pw->pw_gid) == -1) {
-			job_fail(job, "runner_system_failure", 0, "cannot give the builds "
-			    "directory %s to user %s: %s", copy, job->set.user,
-			    pw == NULL ? "no such user" : strerror(errno));
-			free(copy);
-			return -1;
-		}
+	if (!created || job->set.user == NULL)
+		return 0;
+	/*
+	 * The stages run as the user and make the project directories below:
+	 * a builds directory we just made is theirs, as the user's own working
+	 * directory is under gitlab-runner.  One that existed is left as its
+	 * owner set it up.
+	 */
+	if ((pw = getpwnam(job->set.user)) == NULL || chown(dir, pw->pw_uid, pw->pw_gid) == -1) {
+		job_fail(job, "runner_system_failure", 0, "cannot give the builds directory %s "
+		    "to user %s: %s", dir, job->set.user,
+		    pw == NULL ? "no such user" : strerror(errno));
+		return -1;
 	}
-	free(copy);
 	return 0;
-fail:
-	job_fail(job, "runner_system_failure", 0, "cannot create the builds directory %s: %s "
-	    "(check builds_dir and that this user may write there)", copy, strerror(errno));
-	free(copy);
-	return -1;
 }
 
 static void

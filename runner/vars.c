@@ -355,17 +355,24 @@ job_vars_feature_flag(const struct job_vars *v, const char *name)
 	return false;
 }
 
+/* The values of v as they are now, borrowed; the array is the caller's. */
+static char **
+values_of(const struct job_vars *v)
+{
+	char **values = xcalloc(v->n + 1, sizeof(*values));
+	size_t i;
+
+	for (i = 0; i < v->n; i++)
+		values[i] = v->v[i].value;
+	return values;
+}
+
 char *
 job_vars_expand(const struct job_vars *v, const char *s)
 {
-	char **values;
-	char *out;
-	size_t i;
+	char **values = values_of(v);
+	char *out = expand(s, v->v, values, v->n);
 
-	values = xcalloc(v->n + 1, sizeof(*values));
-	for (i = 0; i < v->n; i++)
-		values[i] = v->v[i].value;
-	out = expand(s, v->v, values, v->n);
 	free(values);
 	return out;
 }
@@ -374,12 +381,9 @@ job_vars_expand(const struct job_vars *v, const char *s)
 static void
 expand_all(struct job_vars *v)
 {
-	char **values;
+	char **values = values_of(v);
 	size_t i;
 
-	values = xcalloc(v->n + 1, sizeof(*values));
-	for (i = 0; i < v->n; i++)
-		values[i] = v->v[i].value;
 	for (i = 0; i < v->n; i++)
 		if (!v->v[i].raw)
 			v->v[i].value = expand(values[i], v->v, values, v->n);

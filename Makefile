@@ -13,7 +13,7 @@
 CC	?= cc
 PYTHON	:= /usr/bin/python3
 SHARED	?= $(abspath $(CURDIR)/../shared)
-PKGS	:= libcurl libuv libcjson zlib libcrypto
+PKGS	:= libcurl libuv libcjson zlib libcrypto libarchive
 
 VERSION		:= $(shell cat VERSION)
 REVISION	:= $(shell git rev-parse --short=8 HEAD 2>/dev/null || echo unknown)

@@ -11,6 +11,9 @@ libcurl4-openssl-dev
 libuv1-dev
 libcjson-dev
 zlib1g-dev
+libarchive-dev
+zip
+unzip
 libcmocka-dev
 libssl-dev
 openssl

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/types.h>
 
 #include <uv.h>
 
@@ -415,6 +416,53 @@ typedef void	api_patch_cb(enum api_patch_result result,
 struct api_call	*api_patch_trace(struct api *a, const struct api_job_ref *job,
 		    uint64_t start, const void *bytes, size_t len, bool debug_trace,
 		    api_patch_cb *cb, void *data);
+
+/* ---- Artifacts (protocol.md 7.1, 7.2). ---- */
+
+enum api_artifact_result {
+	API_ARTIFACT_OK,		/* upload 201; download 200, the file written */
+	API_ARTIFACT_REDIRECT,		/* 302, 307, 308 with a Location */
+	API_ARTIFACT_UNAUTHORIZED,	/* 401 */
+	API_ARTIFACT_FORBIDDEN,		/* 403 */
+	API_ARTIFACT_NOT_FOUND,		/* 404 */
+	API_ARTIFACT_TOO_LARGE,		/* 413 */
+	API_ARTIFACT_FAILED,		/* anything else, once the retries are spent */
+	API_ARTIFACT_CANCELED,
+};
+
+/* location: for REDIRECT; bytes: how many a download wrote. */
+typedef void	api_artifact_cb(enum api_artifact_result result,
+		    const struct api_answer *answer, const char *location,
+		    uint64_t bytes, void *data);
+
+struct api_artifact_upload {
+	const char	*format;	/* artifact_format; NULL or "": omitted */
+	const char	*type;		/* artifact_type */
+	const char	*expire_in;
+	const char	*content_type;	/* multipart/form-data; boundary=... */
+	int		 fd;		/* the whole body, bytes 0 .. len-1 */
+	off_t		 len;
+	uint64_t	 timeout_ms;	/* 0: the default */
+};
+
+/*
+ * POST /jobs/:id/artifacts with Job-Token.  The body is read from fd anew
+ * for every attempt, so each one sends the same bytes; 5xx and transport
+ * errors are retried (six tries), 403 and 413 are not.
+ */
+struct api_call	*api_upload_artifacts(struct api *a, const struct api_job_ref *job,
+		    const struct api_artifact_upload *u, api_artifact_cb *cb, void *data);
+/*
+ * GET /jobs/:id/artifacts with job->token (the dependency's) in Job-Token,
+ * ?direct_download=true if direct; a 200 body is written to fd.
+ */
+struct api_call	*api_download_artifacts(struct api *a, const struct api_job_ref *job,
+		    bool direct, int fd, uint64_t timeout_ms, api_artifact_cb *cb,
+		    void *data);
+/* GET an object storage URL a download was redirected to: no token at all. */
+struct api_call	*api_download_url(struct api *a, const struct api_creds *creds,
+		    const char *url, int fd, uint64_t timeout_ms, api_artifact_cb *cb,
+		    void *data);
 
 /* ---- The client. ---- */
 

@@ -33,6 +33,8 @@
 #define JOB_PAYLOAD_CAP		(32 * 1024 * 1024)
 #define TRACE_PATCH_MAX		(1024 * 1024)
 #define DISCOVERY_TTL_MS	(60ULL * 60 * 1000)
+#define ARTIFACT_UPLOAD_ATTEMPTS	6
+#define ARTIFACT_DOWNLOAD_ATTEMPTS	3
 
 enum call_kind {
 	CALL_TOKEN,	/* register, verify, reset: api_token_cb */
@@ -41,6 +43,7 @@ enum call_kind {
 	CALL_JOB_REQUEST,
 	CALL_UPDATE,
 	CALL_PATCH,
+	CALL_ARTIFACT,	/* artifact upload and downloads: api_artifact_cb */
 };
 
 /* What a runner (url + token) has learnt from its GitLab. */
@@ -74,6 +77,7 @@ struct api_call {
 		api_request_cb		*request;
 		api_update_cb		*update;
 		api_patch_cb		*patch;
+		api_artifact_cb		*artifact;
 	} cb;
 	void			*data;
 };
@@ -432,24 +436,15 @@ remember_last_update(struct api_call *call)
 	}
 }
 
-/* Everything an endpoint's request has in common. */
+/* A request to an absolute URL, with the TLS files creds name for its host. */
 static struct api_call *
-call_prepare(struct api *a, enum call_kind kind, const struct api_creds *creds,
-    const char *method, const char *path, void *data)
+call_prepare_url(struct api *a, enum call_kind kind, const struct api_creds *creds,
+    const char *method, const char *url, void *data)
 {
 	struct api_call *call = call_new(a, kind, data);
-	char *cause = NULL, *base, *url;
+	char *cause;
 
-	if ((base = api_base(creds->url, &cause)) == NULL) {
-		call->early = true;
-		call->early_result = API_CLIENT_ERROR;
-		call->early_message = cause;
-		return call;
-	}
-	url = xasprintf("%s%s", base, path);
 	call->req = http_req_new(a->http, method, url);
-	free(url);
-	free(base);
 	if ((cause = apply_tls(a, call->req, creds)) != NULL) {
 		http_req_free(call->req);
 		call->req = NULL;
@@ -460,6 +455,28 @@ call_prepare(struct api *a, enum call_kind kind, const struct api_creds *creds,
 	}
 	http_req_deadline(call->req, CALL_DEADLINE_MS);
 	http_req_attempt_timeout(call->req, CALL_ATTEMPT_MS);
+	return call;
+}
+
+/* Everything an endpoint's request has in common. */
+static struct api_call *
+call_prepare(struct api *a, enum call_kind kind, const struct api_creds *creds,
+    const char *method, const char *path, void *data)
+{
+	struct api_call *call;
+	char *cause = NULL, *base, *url;
+
+	if ((base = api_base(creds->url, &cause)) == NULL) {
+		call = call_new(a, kind, data);
+		call->early = true;
+		call->early_result = API_CLIENT_ERROR;
+		call->early_message = cause;
+		return call;
+	}
+	url = xasprintf("%s%s", base, path);
+	call = call_prepare_url(a, kind, creds, method, url, data);
+	free(url);
+	free(base);
 	return call;
 }
 
@@ -808,6 +825,38 @@ deliver_patch(struct api_call *call, const struct http_result *res,
 }
 
 static void
+deliver_artifact(struct api_call *call, const struct http_result *res,
+    const struct api_answer *ans)
+{
+	enum api_artifact_result result;
+	const char *location = NULL;
+
+	if (call->early)
+		result = API_ARTIFACT_FAILED;
+	else if (res->error == -ECANCELED)
+		result = API_ARTIFACT_CANCELED;
+	else if (res->error != 0 || res->status == 0)
+		result = API_ARTIFACT_FAILED;
+	else if (res->status == 200 || res->status == 201)
+		result = API_ARTIFACT_OK;
+	else if (res->status == 302 || res->status == 307 || res->status == 308) {
+		location = http_req_response_header(call->req, "Location");
+		result = location != NULL && *location != '\0' ?
+		    API_ARTIFACT_REDIRECT : API_ARTIFACT_FAILED;
+	} else if (res->status == 401)
+		result = API_ARTIFACT_UNAUTHORIZED;
+	else if (res->status == 403)
+		result = API_ARTIFACT_FORBIDDEN;
+	else if (res->status == 404)
+		result = API_ARTIFACT_NOT_FOUND;
+	else if (res->status == 413)
+		result = API_ARTIFACT_TOO_LARGE;
+	else
+		result = API_ARTIFACT_FAILED;
+	call->cb.artifact(result, ans, location, res->file_len, call->data);
+}
+
+static void
 deliver(struct api_call *call, const struct http_result *res)
 {
 	struct api_answer ans;
@@ -836,6 +885,9 @@ deliver(struct api_call *call, const struct http_result *res)
 		break;
 	case CALL_PATCH:
 		deliver_patch(call, res, &ans);
+		break;
+	case CALL_ARTIFACT:
+		deliver_artifact(call, res, &ans);
 		break;
 	}
 	free(msg);
@@ -1038,4 +1090,104 @@ api_patch_trace(struct api *a, const struct api_job_ref *job, uint64_t start,
 		http_req_body(call->req, "text/plain", bytes, len);
 	}
 	return call_send(call);
+}
+
+/* ---- artifacts (protocol.md 7.1, 7.2) ---- */
+
+static void
+query_param(struct buf *b, const char *name, const char *value)
+{
+	const unsigned char *p;
+
+	if (value == NULL || *value == '\0')
+		return;
+	buf_printf(b, "%c%s=", strchr(b->ptr, '?') != NULL ? '&' : '?', name);
+	/* application/x-www-form-urlencoded, as Go's url.Values.Encode. */
+	for (p = (const unsigned char *)value; *p != '\0'; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr("-_.~", *p) != NULL)
+			buf_putc(b, (char)*p);
+		else if (*p == ' ')
+			buf_putc(b, '+');
+		else
+			buf_printf(b, "%%%02X", *p);
+	}
+}
+
+struct api_call *
+api_upload_artifacts(struct api *a, const struct api_job_ref *job,
+    const struct api_artifact_upload *u, api_artifact_cb *cb, void *data)
+{
+	struct api_call *call;
+	struct buf path;
+
+	buf_init(&path, BUF_UNLIMITED);
+	buf_printf(&path, "jobs/%" PRId64 "/artifacts", job->id);
+	/* Alphabetical, each only when set, as gitlab-runner sends them. */
+	query_param(&path, "artifact_format", u->format);
+	query_param(&path, "artifact_type", u->type);
+	query_param(&path, "expire_in", u->expire_in);
+	call = call_prepare(a, CALL_ARTIFACT, job->creds, "POST", path.ptr, data);
+	buf_release(&path);
+	call->cb.artifact = cb;
+	if (call->req != NULL) {
+		http_req_secret_header(call->req, "Job-Token", job->token);
+		http_req_body_fd(call->req, u->content_type, u->fd, u->len);
+		http_req_response_cap(call->req, 64 * 1024);
+		/* 503 is worth six tries (gitlab-runner's helper); 403 and 413 one. */
+		http_req_max_attempts(call->req, ARTIFACT_UPLOAD_ATTEMPTS);
+		if (u->timeout_ms > 0) {
+			http_req_deadline(call->req, u->timeout_ms);
+			http_req_attempt_timeout(call->req, u->timeout_ms);
+		}
+	}
+	return call_send(call);
+}
+
+static struct api_call *
+download_setup(struct api_call *call, int fd, uint64_t timeout_ms, api_artifact_cb *cb)
+{
+	call->cb.artifact = cb;
+	if (call->req != NULL) {
+		http_req_response_fd(call->req, fd);
+		http_req_response_cap(call->req, 64 * 1024);
+		http_req_max_attempts(call->req, ARTIFACT_DOWNLOAD_ATTEMPTS);
+		if (timeout_ms > 0) {
+			http_req_deadline(call->req, timeout_ms);
+			http_req_attempt_timeout(call->req, timeout_ms);
+		}
+	}
+	return call_send(call);
+}
+
+struct api_call *
+api_download_artifacts(struct api *a, const struct api_job_ref *job, bool direct,
+    int fd, uint64_t timeout_ms, api_artifact_cb *cb, void *data)
+{
+	char path[96];
+	struct api_call *call;
+
+	snprintf(path, sizeof(path), "jobs/%" PRId64 "/artifacts%s", job->id,
+	    direct ? "?direct_download=true" : "");
+	call = call_prepare(a, CALL_ARTIFACT, job->creds, "GET", path, data);
+	if (call->req != NULL)
+		http_req_secret_header(call->req, "Job-Token", job->token);
+	return download_setup(call, fd, timeout_ms, cb);
+}
+
+struct api_call *
+api_download_url(struct api *a, const struct api_creds *creds, const char *url,
+    int fd, uint64_t timeout_ms, api_artifact_cb *cb, void *data)
+{
+	struct api_call *call;
+
+	/* Object storage: a presigned URL, and no token of ours goes there. */
+	if (strncasecmp(url, "https://", 8) != 0 && strncasecmp(url, "http://", 7) != 0) {
+		call = call_new(a, CALL_ARTIFACT, data);
+		call->early = true;
+		call->early_result = API_CLIENT_ERROR;
+		call->early_message = xasprintf("redirected to a URL that is not http or https");
+	} else
+		call = call_prepare_url(a, CALL_ARTIFACT, creds, "GET", url, data);
+	return download_setup(call, fd, timeout_ms, cb);
 }

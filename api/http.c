@@ -78,6 +78,9 @@ struct http_req {
 	unsigned		 max_attempts;
 	unsigned		 attempts;
 	size_t			 response_cap;
+	int			 response_fd;	/* 2xx bodies go here (pwrite), or -1 */
+	off_t			 response_pos;	/* bytes of this attempt written there */
+	int			 write_errno;	/* writing response_fd failed */
 	char			 request_id[33];
 
 	CURL			*easy;
@@ -339,6 +342,7 @@ http_req_new(struct http *h, const char *method, const char *url)
 	r->method = xstrdup(method);
 	r->url = xstrdup(url);
 	r->body_fd = -1;
+	r->response_fd = -1;
 	r->deadline_ms = DEFAULT_DEADLINE_MS;
 	r->attempt_timeout_ms = DEFAULT_ATTEMPT_TIMEOUT_MS;
 	r->max_attempts = DEFAULT_MAX_ATTEMPTS;
@@ -429,6 +433,12 @@ http_req_max_attempts(struct http_req *r, unsigned n)
 }
 
 void
+http_req_response_fd(struct http_req *r, int fd)
+{
+	r->response_fd = fd;
+}
+
+void
 http_req_response_cap(struct http_req *r, size_t max)
 {
 	r->response_cap = max;
@@ -470,8 +480,29 @@ static size_t
 on_body(char *data, size_t size, size_t nmemb, void *userp)
 {
 	struct http_req *r = userp;
-	size_t len = size * nmemb;
+	size_t len = size * nmemb, done;
+	long status = 0;
+	ssize_t n;
 
+	if (r->response_fd >= 0) {
+		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+		if (status >= 200 && status <= 299) {
+			for (done = 0; done < len; done += (size_t)n) {
+				n = pwrite(r->response_fd, data + done, len - done,
+				    r->response_pos);
+				if (n == -1 && errno == EINTR) {
+					n = 0;
+					continue;
+				}
+				if (n <= 0) {
+					r->write_errno = n == 0 ? EIO : errno;
+					return 0;
+				}
+				r->response_pos += n;
+			}
+			return len;
+		}
+	}
 	if (buf_append(&r->response, data, len) != 0) {
 		r->too_big = true;
 		return 0;	/* aborts the transfer with CURLE_WRITE_ERROR */
@@ -702,6 +733,13 @@ attempt_start(struct http_req *r)
 	r->errbuf[0] = '\0';
 	r->too_big = false;
 	r->body_pos = 0;
+	r->write_errno = 0;
+	if (r->response_fd >= 0) {
+		/* Every attempt writes the file from its first byte. */
+		r->response_pos = 0;
+		if (ftruncate(r->response_fd, 0) == -1)
+			r->write_errno = errno;
+	}
 	r->attempts++;
 	curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, (long)timeout);
 	r->state = REQ_ACTIVE;
@@ -1047,6 +1085,10 @@ attempt_done(struct http_req *r, CURLcode rc)
 			r->error = -EMSGSIZE;
 			snprintf(r->error_text, sizeof(r->error_text),
 			    "response larger than %zu bytes", r->response_cap);
+		} else if (r->write_errno != 0) {
+			r->error = -r->write_errno;
+			snprintf(r->error_text, sizeof(r->error_text),
+			    "writing the response: %s", strerror(r->write_errno));
 		} else {
 			r->error = rc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
 			snprintf(r->error_text, sizeof(r->error_text), "%s (curl %d)",
@@ -1054,14 +1096,16 @@ attempt_done(struct http_req *r, CURLcode rc)
 		}
 	}
 	count_attempt(r);
-	if (r->status < 200 || r->status > 299)
+	/* A redirect is an answer to follow, not a failure. */
+	if (r->status < 200 || r->status > 399)
 		log_failed_attempt(r);
 
 	memset(&in, 0, sizeof(in));
 	in.attempts = r->attempts;
 	in.max_attempts = r->max_attempts;
 	in.status = r->status;
-	in.transport_retryable = rc != CURLE_OK && !r->too_big && transport_retryable(rc);
+	in.transport_retryable = rc != CURLE_OK && !r->too_big && r->write_errno == 0 &&
+	    transport_retryable(rc);
 	in.no_retry = (r->flags & HTTP_NO_RETRY) != 0 || r->h->closing;
 	in.no_retry_429 = (r->flags & HTTP_NO_RETRY_429) != 0;
 	in.retry_after = http_req_response_header(r, "Retry-After");
@@ -1151,6 +1195,7 @@ finish(struct http_req *r)
 	res.error_text = r->error_text;
 	res.body = r->response.ptr;
 	res.body_len = r->response.len;
+	res.file_len = r->response_fd >= 0 ? (uint64_t)r->response_pos : 0;
 	res.attempts = r->attempts;
 	res.request_id = request_id_of(r);
 	if (r->cb != NULL)

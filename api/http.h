@@ -67,6 +67,7 @@ struct http_result {
 	const char	*error_text;	/* transport error in words, or "" */
 	const char	*body;		/* response body, NUL-terminated */
 	size_t		 body_len;
+	uint64_t	 file_len;	/* bytes written to the response fd, if one was set */
 	unsigned	 attempts;	/* how many times it was sent */
 	const char	*request_id;	/* X-Request-Id sent (the server's if it sent one) */
 };
@@ -105,6 +106,12 @@ void		 http_req_deadline(struct http_req *r, uint64_t timeout_ms);
 void		 http_req_attempt_timeout(struct http_req *r, uint64_t timeout_ms);
 /* Attempts in all (default 5, as gitlab-runner). */
 void		 http_req_max_attempts(struct http_req *r, unsigned n);
+/*
+ * A 2xx body goes to fd (which the request does not own) from offset 0,
+ * the file truncated before every attempt, instead of into memory; other
+ * answers' bodies still land in the buffer, for the log.
+ */
+void		 http_req_response_fd(struct http_req *r, int fd);
 /* Largest response body accepted (default 1 MiB); more fails with -EMSGSIZE. */
 void		 http_req_response_cap(struct http_req *r, size_t max);
 

@@ -97,14 +97,15 @@ void
 cmd_session_open(struct cmd_session *s, const struct config *cfg)
 {
 	struct api_config ac = { 0 };
-	char *dir = config_dir(cfg);
+	/* The helper commands have no config.toml: no certs/ dir, no max age. */
+	char *dir = cfg != NULL ? config_dir(cfg) : NULL;
 
 	memset(s, 0, sizeof(*s));
 	if (uv_loop_init(&s->loop) != 0)
 		fatalx("cannot create an event loop");
 	ac.loop = &s->loop;
 	ac.config_dir = dir;
-	ac.connection_max_age_ms = (uint64_t)cfg->connection_max_age_ms;
+	ac.connection_max_age_ms = cfg != NULL ? (uint64_t)cfg->connection_max_age_ms : 0;
 	s->api = api_new(&ac);
 	free(dir);
 	uv_signal_init(&s->loop, &s->sigint);

@@ -439,6 +439,24 @@ signal_watch(struct run *r, uv_signal_t *s, int signum)
 }
 
 /* Shared by run and run-single: everything after the config is loaded. */
+/*
+ * The binary the job scripts call for caches and artifacts: this one, by
+ * the path the kernel knows, so a PATH without it or a relative argv[0]
+ * does not matter.  "" if unknown: the stages then say the helpers are
+ * missing.
+ */
+static char *
+self_path(void)
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+
+	if (n <= 0)
+		return xstrdup("");
+	buf[n] = '\0';
+	return xstrdup(buf);
+}
+
 int
 cmd_run_daemon(struct run_options *o, struct config *cfg)
 {
@@ -462,6 +480,7 @@ cmd_run_daemon(struct run_options *o, struct config *cfg)
 	d->system_id = system_id_load(dir);
 	d->user = o->user != NULL ? xstrdup(o->user) : NULL;
 	d->builds_base = xstrdup(getcwd(cwd, sizeof(cwd)) != NULL ? cwd : ".");
+	d->self_path = self_path();
 	d->trace_interval_ms = env_ms("RUNNER_TRACE_INTERVAL_MS");
 	d->keepalive_ms = env_ms("RUNNER_KEEPALIVE_MS");
 	d->final_backoff_ms = env_ms("RUNNER_FINAL_BACKOFF_MS");
@@ -525,6 +544,7 @@ cmd_run_daemon(struct run_options *o, struct config *cfg)
 	free(d->system_id);
 	free(d->user);
 	free(d->builds_base);
+	free(d->self_path);
 	free(r);
 	log_info("runner stopped");
 	return rc;

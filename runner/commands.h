@@ -23,6 +23,11 @@ int	cmd_register(int argc, char **argv);
 int	cmd_verify(int argc, char **argv);
 int	cmd_unregister(int argc, char **argv);
 int	cmd_reset_token(int argc, char **argv);
+/* The helpers the job script calls (cmd_artifacts.c, cmd_cache.c). */
+int	cmd_artifacts_uploader(int argc, char **argv);
+int	cmd_artifacts_downloader(int argc, char **argv);
+int	cmd_cache_archiver(int argc, char **argv);
+int	cmd_cache_extractor(int argc, char **argv);
 
 /* Did the command line set the log level or format?  Then config.toml does not. */
 extern bool	cmd_log_level_given;
@@ -84,6 +89,7 @@ struct cmd_session {
 	bool		 interrupted;
 };
 
+/* cfg may be NULL (the helper commands have no config.toml). */
 void	cmd_session_open(struct cmd_session *s, const struct config *cfg);
 void	cmd_session_wait(struct cmd_session *s);
 void	cmd_session_close(struct cmd_session *s);
@@ -109,6 +115,19 @@ int	cmd_select_runners(const struct config *cfg, const struct cmd_select *sel,
 
 /* Remove the chosen entries from cfg->doc (the structs stay as they were). */
 void	cmd_remove_runners(struct config *cfg, const bool *remove);
+
+/*
+ * For the helper commands (cmd_helpers.c).  They run inside a job, in the
+ * project directory, with the job's variables in their environment.
+ */
+struct strv;
+/* The files --path/--exclude/--untracked select, warnings logged; -1: logged. */
+int	helper_select(char *const *paths, char *const *excludes, bool untracked,
+	    struct strv *out);
+/* "12.3 MiB": bytes for a person. */
+void	helper_size(unsigned long long bytes, char *out, size_t size);
+/* Extract the zip at path into the working directory, bounded; -1: logged. */
+int	helper_extract(const char *path);
 
 /* api_creds of an entry (borrowed strings). */
 void	cmd_creds(const struct runner_config *rc, struct api_creds *creds);

@@ -43,6 +43,7 @@ struct daemon {
 	char			*config_path;
 	char			*state_dir;
 	char			*builds_base;	/* the working directory */
+	char			*self_path;	/* this binary: the job script calls its helpers */
 	char			*user;		/* --user, or NULL */
 	char			*system_id;
 	struct runner_info	 recovery_info;

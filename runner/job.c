@@ -34,6 +34,7 @@
 #include "runner/log.h"
 #include "runner/mkdirs.h"
 #include "runner/mask.h"
+#include "runner/transfers.h"
 #include "runner/metrics.h"
 #include "runner/script.h"
 #include "runner/trace.h"
@@ -104,6 +105,7 @@ struct job {
 	struct job_prep		 prep;		/* variables, settings, directories */
 	struct script_job	 sj;		/* what every stage's text is made from */
 	struct script_var	*svars;		/* prep's variables as script.c takes them */
+	struct transfers	 transfers;	/* caches, artifacts, dependencies for sj */
 	size_t			 n_svars;
 	char			*repo_url, *remote_url, *server_host, *ca_var_path;
 	bool			 user_phase;	/* the user steps were reached */
@@ -147,6 +149,8 @@ job_settings_release(struct job_settings *s)
 	free(s->system_id);
 	free(s->shell);
 	free(s->builds_dir);
+	free(s->cache_dir);
+	free(s->runner_command);
 	free(s->user);
 	free(s->pre_build_script);
 	free(s->post_build_script);
@@ -269,6 +273,7 @@ on_timeout_closed(uv_handle_t *h)
 		return;
 	free(job->stages);
 	free(job->svars);
+	transfers_release(&job->transfers);
 	job_prep_release(&job->prep);
 	free(job->repo_url);
 	free(job->remote_url);
@@ -457,44 +462,19 @@ on_stage_done(int status, int exit_code, void *arg)
 				    "continues: exit code %d", exit_code);
 			break;
 		case STAGE_POST:
+			/* Artifacts that did not reach GitLab fail the job, as in gitlab-runner. */
+			if (st->which == SCRIPT_UPLOAD_ARTIFACTS && !job->failed) {
+				job_fail(job, "script_failure", exit_code,
+				    "%s: exit code %d", name, exit_code);
+				break;
+			}
+			/* FALLTHROUGH */
 		case STAGE_CLEANUP:
 			job_say(job, "\033[0;33mWARNING: %s failed: exit code %d", name, exit_code);
 			break;
 		}
 	}
 	run_next_stage(job);
-}
-
-/*
- * Caches and artifacts wait for the artifacts issue: a job that asks for
- * them is told, rather than left to wonder where its files went.
- */
-static void
-say_unsupported(struct job *job, enum script_stage which)
-{
-	const struct api_job *p = job->payload;
-	const char *what = NULL;
-	char name[64];
-
-	switch (which) {
-	case SCRIPT_RESTORE_CACHE:
-	case SCRIPT_ARCHIVE_CACHE:
-		what = p->n_caches > 0 ? "cache" : NULL;
-		break;
-	case SCRIPT_DOWNLOAD_ARTIFACTS:
-		what = p->n_dependencies > 0 ? "artifacts of earlier jobs" : NULL;
-		break;
-	case SCRIPT_UPLOAD_ARTIFACTS:
-		what = p->n_artifacts > 0 ? "artifacts" : NULL;
-		break;
-	default:
-		break;
-	}
-	if (what == NULL)
-		return;
-	script_stage_name(&job->sj, which, name, sizeof(name));
-	job_say(job, "\033[0;33mWARNING: %s skipped: this runner does not handle %s yet",
-	    name, what);
 }
 
 /* Whether a stage runs, given how the job went so far. */
@@ -544,7 +524,6 @@ run_next_stage(struct job *job)
 		job->sj.n_vars = job->n_svars + 1;
 		if ((script = script_stage(&job->sj, st->which)) != NULL)
 			break;	/* NULL: nothing to do, skipped without a section */
-		say_unsupported(job, st->which);
 	}
 	if (i >= job->n_stages) {
 		stage_timer_stop(job);
@@ -727,34 +706,43 @@ job_abandon(struct job *job)
 	}
 }
 
-/* Directories the job needs; a failure is the runner's, not the script's. */
+/*
+ * A directory the stages write below.  A failure is the runner's, not the
+ * script's.  With --user, a directory we just made is given to the user,
+ * as the user's own working directory is under gitlab-runner; one that
+ * existed is left as its owner set it up.
+ */
 static int
-prepare_dirs(struct job *job)
+stage_dir(struct job *job, const char *dir, const char *what, const char *key)
 {
-	const char *dir = job->set.builds_dir;
 	struct passwd *pw;
 	bool created;
 
 	if (mkdirs(dir, 0755, &created) == -1) {
-		job_fail(job, "runner_system_failure", 0, "cannot create the builds directory "
-		    "%s: %s (check builds_dir and that this user may write there)", dir,
-		    strerror(errno));
+		job_fail(job, "runner_system_failure", 0, "cannot create the %s directory "
+		    "%s: %s (check %s and that this user may write there)", what, dir,
+		    strerror(errno), key);
 		return -1;
 	}
 	if (!created || job->set.user == NULL)
 		return 0;
-	/*
-	 * The stages run as the user and make the project directories below:
-	 * a builds directory we just made is theirs, as the user's own working
-	 * directory is under gitlab-runner.  One that existed is left as its
-	 * owner set it up.
-	 */
 	if ((pw = getpwnam(job->set.user)) == NULL || chown(dir, pw->pw_uid, pw->pw_gid) == -1) {
-		job_fail(job, "runner_system_failure", 0, "cannot give the builds directory %s "
-		    "to user %s: %s", dir, job->set.user,
+		job_fail(job, "runner_system_failure", 0, "cannot give the %s directory %s "
+		    "to user %s: %s", what, dir, job->set.user,
 		    pw == NULL ? "no such user" : strerror(errno));
 		return -1;
 	}
+	return 0;
+}
+
+static int
+prepare_dirs(struct job *job)
+{
+	if (stage_dir(job, job->set.builds_dir, "builds", "builds_dir") == -1)
+		return -1;
+	if (job->payload->n_caches > 0 && job->set.cache_dir != NULL &&
+	    stage_dir(job, job->set.cache_dir, "cache", "cache_dir") == -1)
+		return -1;
 	return 0;
 }
 
@@ -858,8 +846,12 @@ make_masker(const struct job *job)
 	size_t i, nx = 0;
 
 	job_vars_masked(&job->prep.vars, &phrases);
-	/* The job token is a secret whatever the variables say. */
+	/* The job token is a secret whatever the variables say; so are the
+	 * tokens of the jobs whose artifacts this one downloads. */
 	strv_push(&phrases, job->payload->token);
+	for (i = 0; i < job->payload->n_dependencies; i++)
+		if (job->payload->dependencies[i].token != NULL)
+			strv_push(&phrases, job->payload->dependencies[i].token);
 	for (i = 0; def[i] != NULL && nx < MAX_TOKEN_PREFIXES; i++)
 		prefixes[nx++] = def[i];
 	for (i = 0; i < job->payload->features.token_mask_prefixes.n && nx < MAX_TOKEN_PREFIXES; i++)
@@ -945,6 +937,30 @@ git_urls(struct job *job)
 	}
 }
 
+static void
+fill_transfers(struct job *job)
+{
+	struct script_job *sj = &job->sj;
+	struct transfers_input ti = {
+		.cache_dir = job->set.cache_dir != NULL ? job->set.cache_dir : "",
+		.hash_keys = job_vars_feature_flag(&job->prep.vars, "FF_HASH_CACHE_KEYS"),
+	};
+	struct transfers *t = &job->transfers;
+
+	transfers_make(t, job->payload, &job->prep.vars, &ti);
+	sj->runner_command = job->set.runner_command != NULL ? job->set.runner_command : "";
+	sj->server_url = job->url != NULL ? job->url : "";
+	sj->job_id = job->payload->id;
+	sj->cache_request_timeout = job->prep.settings.cache_request_timeout;
+	sj->artifact_download_attempts = job->prep.settings.artifact_download_attempts;
+	sj->caches = t->caches;
+	sj->n_caches = t->n_caches;
+	sj->artifacts = t->artifacts;
+	sj->n_artifacts = t->n_artifacts;
+	sj->dependencies = t->dependencies;
+	sj->n_dependencies = t->n_dependencies;
+}
+
 /* What every stage's text is made from: filled once, per stage the step. */
 static void
 fill_script_job(struct job *job)
@@ -1012,6 +1028,7 @@ fill_script_job(struct job *job)
 	sj->ca_file = job->ca_var_path != NULL ? job->ca_var_path : "";
 	sj->pre_build_script = job->set.pre_build_script;
 	sj->post_build_script = job->set.post_build_script;
+	fill_transfers(job);
 	/* Hooks: config.toml's pre first and post last, the payload's inside. */
 	strv_push(&job->pre_hooks, job->set.pre_get_sources_script);
 	for (i = 0; i < job->payload->n_hooks; i++) {

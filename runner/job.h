@@ -30,6 +30,8 @@ struct job_settings {
 	char		*system_id;
 	char		*shell;		/* bash or sh */
 	char		*builds_dir;	/* absolute */
+	char		*cache_dir;	/* absolute: local caches live below it */
+	char		*runner_command; /* this binary, for the helper commands */
 	char		*user;		/* run stages as this user (--user), or NULL */
 	char		*pre_build_script;
 	char		*post_build_script;

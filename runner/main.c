@@ -37,6 +37,14 @@ static const struct command commands[] = {
 	{ "unregister", "Unregister runners and remove them from config.toml", cmd_unregister },
 	{ "reset-token", "Rotate runner authentication tokens", cmd_reset_token },
 	{ "list", "List the runners in config.toml", cmd_list },
+	{ "artifacts-uploader", "Archive files and upload them as job artifacts "
+	    "(called by the job script)", cmd_artifacts_uploader },
+	{ "artifacts-downloader", "Download and extract a job's artifacts "
+	    "(called by the job script)", cmd_artifacts_downloader },
+	{ "cache-archiver", "Archive files into the local cache (called by the job script)",
+	    cmd_cache_archiver },
+	{ "cache-extractor", "Extract a cache archive (called by the job script)",
+	    cmd_cache_extractor },
 };
 
 #define NCOMMANDS	(sizeof(commands) / sizeof(commands[0]))
@@ -53,7 +61,7 @@ print_help(FILE *f)
 	    "A GitLab-compatible CI job runner agent, a drop-in for gitlab-runner.\n\n"
 	    "Commands:\n", usage_line);
 	for (i = 0; i < NCOMMANDS; i++)
-		fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-20s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\nGlobal options:\n"
 	    "  --debug               log at debug level\n"
 	    "  --log-level LEVEL     debug, info, warn, error, fatal or panic "

@@ -242,6 +242,10 @@ start_job(struct poller *p, struct api_job *payload)
 	s.shell = xstrdup(rc->shell);
 	s.builds_dir = *rc->builds_dir == '/' ? xstrdup(rc->builds_dir) :
 	    xasprintf("%s/%s", d->builds_base, *rc->builds_dir ? rc->builds_dir : "builds");
+	/* gitlab-runner's shell executor: caches under <working dir>/cache by default. */
+	s.cache_dir = *rc->cache_dir == '/' ? xstrdup(rc->cache_dir) :
+	    xasprintf("%s/%s", d->builds_base, *rc->cache_dir ? rc->cache_dir : "cache");
+	s.runner_command = xstrdup(d->self_path);
 	s.user = d->user != NULL ? xstrdup(d->user) : NULL;
 	s.pre_build_script = xstrdup(rc->pre_build_script);
 	s.post_build_script = xstrdup(rc->post_build_script);

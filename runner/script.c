@@ -27,9 +27,9 @@
  * gitlab-runner's Absolute() does.  Every other value is single-quoted by
  * script_quote().
  *
- * Cache and artifact stages return NULL (skipped without a section, as
- * gitlab-runner does for a stage with nothing to do) until the helper
- * commands of the artifacts issue exist.
+ * Cache and artifact stages are written by script_transfer.c; like every
+ * stage with nothing to do they return NULL (skipped without a section, as
+ * gitlab-runner's ErrSkipBuildStage).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,16 +37,13 @@
 
 #include "runner/buf.h"
 #include "runner/script.h"
+#include "runner/script_int.h"
 #include "runner/xmalloc.h"
 
 #define ENV_FILE	"gitlab_runner_env"
 #define EXT_CONF	".gitlab-runner.ext.conf"
 #define TEMPLATE_DIR	"git-template"
 
-/* Fixed printf formats for the runner's own lines (protocol.md 6.5). */
-#define FMT_NOTICE	"printf '\\033[32;1m%s\\033[0;m\\n' "
-#define FMT_WARNING	"printf '\\033[0;33mWARNING: %s\\033[0;m\\n' "
-#define FMT_ERROR	"printf '\\033[31;1mERROR: %s\\033[0;m\\n' "
 
 #define EXIT_CODE_CHECK	"_runner_exit_code=$?; if [ $_runner_exit_code -ne 0 ]; " \
 			"then exit $_runner_exit_code; fi\n"
@@ -728,6 +725,42 @@ cleanup(struct buf *b, const struct script_job *j)
 	write_credential_reject(b, j);
 }
 
+static int
+transfer(struct buf *b, const struct script_job *j, enum script_stage stage)
+{
+	switch (stage) {
+	case SCRIPT_RESTORE_CACHE:
+		return (script_restore_cache(b, j));
+	case SCRIPT_DOWNLOAD_ARTIFACTS:
+		return (script_download_artifacts(b, j));
+	case SCRIPT_ARCHIVE_CACHE:
+		return (script_archive_cache(b, j));
+	case SCRIPT_UPLOAD_ARTIFACTS:
+		return (script_upload_artifacts(b, j));
+	default:
+		return (0);
+	}
+}
+
+void
+script_say(struct buf *b, const char *fmt, const char *text)
+{
+	say(b, fmt, text);
+}
+
+void
+script_path_word(struct buf *b, const char *dir, const char *name)
+{
+	path_word(b, dir, name);
+}
+
+void
+script_prologue(struct buf *b, const struct script_job *j)
+{
+	write_exports(b, j, 0);
+	write_cd(b, j);
+}
+
 char *
 script_stage(const struct script_job *j, enum script_stage stage)
 {
@@ -754,9 +787,11 @@ script_stage(const struct script_job *j, enum script_stage stage)
 	case SCRIPT_DOWNLOAD_ARTIFACTS:
 	case SCRIPT_ARCHIVE_CACHE:
 	case SCRIPT_UPLOAD_ARTIFACTS:
-		/* Nothing to do until the artifacts issue: skipped. */
-		buf_release(&body);
-		return (NULL);
+		if (transfer(&body, j, stage) == 0) {
+			buf_release(&body);
+			return (NULL);
+		}
+		break;
 	case SCRIPT_STEP:
 		step(&body, j);
 		break;

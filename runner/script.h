@@ -43,6 +43,48 @@ struct script_lines {
 	size_t			 n;
 };
 
+/* One key of a cache and the local file that holds it. */
+struct script_cache_key {
+	const char	*key;		/* sanitised, as the log shows it */
+	const char	*file;		/* <cache dir>/<project path>/<key>/cache.zip */
+};
+
+/*
+ * One `cache:` entry, its keys already expanded and sanitised (transfers.c):
+ * keys[0] is the entry's own, then fallback_keys, then CACHE_FALLBACK_KEY.
+ * n_keys is 0 when the entry's key came out empty: the stages say so and
+ * skip it.
+ */
+struct script_cache {
+	const struct script_cache_key	*keys;
+	size_t				 n_keys;
+	const char			*shown_key;	/* for messages when n_keys is 0 */
+	struct script_lines		 warnings;	/* sanitising, one line each */
+	struct script_lines		 paths;
+	bool				 untracked;
+	bool				 pull, push;	/* from the expanded policy */
+	const char			*when;		/* on_success, on_failure, always */
+};
+
+/* One `artifacts:` entry, as the payload gives it. */
+struct script_artifact {
+	struct script_lines	 paths;
+	struct script_lines	 exclude;
+	bool			 untracked;
+	const char		*name;		/* "" or NULL: not passed */
+	const char		*when;		/* on_success (default), on_failure, always */
+	const char		*format;	/* zip, gzip, raw; "": not passed */
+	const char		*type;		/* archive, junit, ...; "": not passed */
+	const char		*expire_in;
+};
+
+/* A job whose artifacts this one downloads. */
+struct script_dependency {
+	int64_t		 id;
+	const char	*name;
+	const char	*token;		/* its job token: into the helper's environment */
+};
+
 /* Everything a stage's text depends on; strings borrowed, never NULL but may be "". */
 struct script_job {
 	const char		*shell;		/* "bash" or "sh" */
@@ -85,6 +127,19 @@ struct script_job {
 	const char		*pre_build_script;	/* config.toml, before each user step */
 	const char		*post_build_script;	/* config.toml, after each user step */
 	bool			 on_failure;	/* archive_cache / upload_artifacts variant */
+
+	/* caches and artifacts: the helper commands of this binary */
+	const char		*runner_command; /* absolute path of runner, or "" */
+	const char		*server_url;	/* the entry's url, for the artifact helpers */
+	int64_t			 job_id;
+	int64_t			 cache_request_timeout;	/* minutes */
+	int			 artifact_download_attempts; /* 1..10 */
+	const struct script_cache	*caches;
+	size_t			 n_caches;
+	const struct script_artifact	*artifacts;
+	size_t			 n_artifacts;
+	const struct script_dependency	*dependencies;	/* with artifacts only */
+	size_t			 n_dependencies;
 };
 
 /* A shell word that stands for exactly s: single quotes, ' as '\''. */

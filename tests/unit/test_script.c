@@ -250,6 +250,53 @@ static const struct script_var golden_vars[] = {
 	{ "EMPTY", "", false },
 };
 
+static const char *const golden_cache_paths[] = { "vendor/", "node_modules/**/*.js" };
+static const char *const golden_cache_warn[] = { "cache key \"a/../b\" sanitized to \"b\"" };
+static const struct script_cache_key golden_keys[] = {
+	{ "b", "/cache/acme/widget/b/cache.zip" },
+	{ "main-fallback", "/cache/acme/widget/main-fallback/cache.zip" },
+	{ "it's", "/cache/acme/widget/it's/cache.zip" },
+};
+static const struct script_cache golden_caches[] = {
+	{ golden_keys, 3, "a/../b", { golden_cache_warn, 1 },
+	    { golden_cache_paths, 2 }, false, true, true, "on_success" },
+	{ golden_keys + 2, 1, "it's", { NULL, 0 }, { NULL, 0 }, true, true, false, "always" },
+	{ golden_keys + 1, 1, "pushed", { NULL, 0 }, { golden_cache_paths, 1 }, false,
+	    false, true, "on_failure" },
+	{ NULL, 0, "", { NULL, 0 }, { golden_cache_paths, 1 }, false, true, true, "always" },
+	{ golden_keys, 1, "no files", { NULL, 0 }, { NULL, 0 }, false, true, true, "always" },
+};
+static const char *const golden_art_paths[] = { "out/", "$(evil)" };
+static const char *const golden_art_excl[] = { "out/**/*.o" };
+static const char *const golden_report[] = { "junit.xml" };
+static const struct script_artifact golden_artifacts[] = {
+	{ { golden_art_paths, 2 }, { golden_art_excl, 1 }, true, "my 'bin'", "on_success",
+	    "zip", "archive", "1 week" },
+	{ { golden_report, 1 }, { NULL, 0 }, false, "", "always", "gzip", "junit", "" },
+	{ { golden_report, 1 }, { NULL, 0 }, false, NULL, "on_failure", "", "", NULL },
+	{ { NULL, 0 }, { NULL, 0 }, false, "nothing", "always", "", "", "" },
+};
+static const struct script_dependency golden_deps[] = {
+	{ 7, "build 'x'", "dep-token-1" },
+	{ 8, "test", "dep-token-2" },
+};
+
+static void
+golden_transfers(struct script_job *j)
+{
+	j->runner_command = "/usr/local/bin/run ner";
+	j->server_url = "https://gitlab.example.com/";
+	j->job_id = 42;
+	j->cache_request_timeout = 10;
+	j->artifact_download_attempts = 3;
+	j->caches = golden_caches;
+	j->n_caches = NELEM(golden_caches);
+	j->artifacts = golden_artifacts;
+	j->n_artifacts = NELEM(golden_artifacts);
+	j->dependencies = golden_deps;
+	j->n_dependencies = NELEM(golden_deps);
+}
+
 static void
 golden_job(struct script_job *j, const char *shell)
 {
@@ -291,6 +338,7 @@ golden_job(struct script_job *j, const char *shell)
 	j->commands.n = NELEM(golden_cmds);
 	j->pre_build_script = "echo pre-build";
 	j->post_build_script = "echo post-build";
+	golden_transfers(j);
 }
 
 static void
@@ -326,26 +374,36 @@ test_golden(void **state)
 	struct script_job j;
 	char stage[64], *name, *s;
 	size_t i, k;
+	int f;
 
 	(void)state;
 	for (k = 0; k < NELEM(shells); k++) {
 		golden_job(&j, shells[k]);
 		for (i = 0; i < NELEM(stages); i++) {
-			s = script_stage(&j, stages[i]);
-			script_stage_name(&j, stages[i], stage, sizeof(stage));
+			for (f = 0; f < 2; f++) {
+				j.on_failure = f;
+				if (f == 1 && stages[i] != SCRIPT_ARCHIVE_CACHE &&
+				    stages[i] != SCRIPT_UPLOAD_ARTIFACTS)
+					continue;
+				s = script_stage(&j, stages[i]);
+				script_stage_name(&j, stages[i], stage, sizeof(stage));
+				assert_non_null(s);
+				name = xasprintf("%s_%s", shells[k], stage);
+				check_golden(name, s);
+				free(name);
+				free(s);
+			}
+			j.on_failure = false;
+		}
+		/* A job without caches, artifacts or dependencies skips those stages. */
+		j.n_caches = j.n_artifacts = j.n_dependencies = 0;
+		for (i = 0; i < NELEM(stages); i++)
 			if (stages[i] == SCRIPT_RESTORE_CACHE ||
 			    stages[i] == SCRIPT_DOWNLOAD_ARTIFACTS ||
 			    stages[i] == SCRIPT_ARCHIVE_CACHE ||
-			    stages[i] == SCRIPT_UPLOAD_ARTIFACTS) {
-				assert_null(s);
-				continue;
-			}
-			assert_non_null(s);
-			name = xasprintf("%s_%s", shells[k], stage);
-			check_golden(name, s);
-			free(name);
-			free(s);
-		}
+			    stages[i] == SCRIPT_UPLOAD_ARTIFACTS)
+				assert_null(script_stage(&j, stages[i]));
+		golden_job(&j, shells[k]);
 		for (i = 0; i < NELEM(strategies); i++) {
 			j.git_strategy = strategies[i];
 			j.depth = 0;

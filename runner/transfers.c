@@ -151,7 +151,10 @@ struct key_ctx {
 static bool
 add_key(struct key_ctx *k, const char *raw, bool fallback_var)
 {
-	char *key = cache_key_sanitize(raw), *dir, *trimmed;
+	/* Hashed keys name no path, so gitlab-runner does not sanitise them. */
+	char *key = k->in->hash_keys ? (*raw != '\0' ? xstrdup(raw) : NULL) :
+	    cache_key_sanitize(raw);
+	char *dir, *trimmed;
 	size_t len;
 
 	if (key == NULL) {

@@ -1,0 +1,281 @@
+"""Artifacts end to end: the job script's helpers against the double (protocol.md 7.1, 7.2).
+
+A job uploads what its `artifacts:` name, as multipart with Job-Token; a
+later job downloads it as a dependency and finds the same files, modes
+and mtimes.  Retries and redirects send the very same bytes, 413 fails the
+job at once, a download never hands the token to object storage, and a
+hostile archive is refused without leaving anything behind.
+"""
+import gzip
+import io
+import os
+import stat
+import threading
+import time
+import zipfile
+import zlib
+
+from daemon_helpers import check_run, daemons, run_one, wait_until  # noqa: F401
+
+UPLOAD = r"/jobs/\d+/artifacts$"
+MTIME = 1500000000        # 2017-07-14: kept by the round trip
+
+
+def project_dir(tmp_path):
+    """The project directory run_one's runner uses (short token varies: glob it)."""
+    found = list((tmp_path / "builds").glob("*/0/group/project"))
+    assert len(found) == 1, found
+    return found[0]
+
+
+def make_outputs():
+    return [
+        "mkdir -p out/sub out/empty",
+        "printf 'binary\\n' > out/tool && chmod 755 out/tool",
+        "printf 'data\\n' > out/sub/data.txt && chmod 640 out/sub/data.txt",
+        "printf 'object\\n' > out/sub/x.o",
+        "ln -s sub/data.txt out/link",
+        f"touch -h -d @{MTIME} out/tool out/sub/data.txt out/link",
+        "printf 'junk\\n' > notwanted.txt",
+    ]
+
+
+def zip_names(data):
+    return sorted(zipfile.ZipFile(io.BytesIO(data)).namelist())
+
+
+def test_upload_then_a_later_job_downloads_the_same_files(gitlab, daemons, tmp_path):
+    build = run_one(gitlab, daemons, tmp_path / "a", name="build", script=make_outputs(),
+                    artifacts=[{"name": "bin", "paths": ["out/"], "exclude": ["out/**/*.o"],
+                                "when": "on_success", "artifact_type": "archive",
+                                "artifact_format": "zip", "expire_in": "1 week"}])
+    log = build.log_text
+    assert build.status == "success", log
+    assert "Uploading artifacts..." in log
+    assert 'Uploading artifacts as "archive" to coordinator... 201 Created' in log
+    ups = gitlab.artifact_uploads(build)
+    assert len(ups) == 1 and ups[0].status == 201
+    up = ups[0]
+    assert up.headers.get("Job-Token") == build.token
+    assert "Private-Token" not in up.headers and build.token not in up.request.target
+    assert up.query == [("artifact_format", "zip"), ("artifact_type", "archive"),
+                        ("expire_in", "1 week")]
+    art = gitlab.artifact(build)
+    assert art.filename == "bin.zip" and art.expire_in == "1 week"
+    assert zip_names(art.data) == ["out/", "out/empty/", "out/link", "out/sub/",
+                                   "out/sub/data.txt", "out/tool"]
+
+    deps = [gitlab.artifact_dependency(build)]
+    use = run_one(gitlab, daemons, tmp_path / "b", name="use", dependencies=deps,
+                  script=["cd out", "stat -c 'STAT %n %a %Y %F' tool sub/data.txt link",
+                          "readlink link", "cat sub/data.txt", "test -d empty"])
+    log = use.log_text
+    assert use.status == "success", log
+    assert "Downloading artifacts for build (%d)..." % build.id in log
+    assert "Downloading artifacts from coordinator... ok" in log
+    assert f"STAT tool 755 {MTIME} regular file" in log
+    assert f"STAT sub/data.txt 640 {MTIME} regular file" in log
+    assert "STAT link 777" in log and "symbolic link" in log
+    assert "sub/data.txt\n" in log.replace("\r", "")
+    # The download asked for a direct download and was sent to storage,
+    # which got no token of any kind.
+    gets = gitlab.artifact_downloads(build)
+    assert gets and "direct_download=true" in gets[0].query
+    storage = gitlab.storage_requests()
+    assert storage, "the 302 to object storage was not followed"
+    for req in storage:
+        for h in ("Job-Token", "Private-Token", "Authorization", "Runner-Token"):
+            assert h not in req.headers
+    assert not gitlab.violations
+
+
+def test_503_twice_then_201_sends_identical_bodies(gitlab, daemons, tmp_path):
+    gitlab.script("POST", UPLOAD, times=2, status=503)
+    job = run_one(gitlab, daemons, tmp_path, script=["echo payload > f.txt"],
+                  artifacts=[{"paths": ["f.txt"]}])
+    assert job.status == "success", job.log_text
+    ups = gitlab.artifact_uploads(job)
+    assert [u.status for u in ups] == [503, 503, 201]
+    assert len({u.body_sha256 for u in ups}) == 1, "a retry sent different bytes"
+    assert len({u.boundary for u in ups}) == 1
+    assert all(u.complete and u.body_size > 0 for u in ups)
+
+
+def test_a_dropped_connection_mid_body_is_retried_with_the_same_bytes(gitlab, daemons,
+                                                                       tmp_path):
+    gitlab.script("POST", UPLOAD, times=1, action="drop_mid_body")
+    job = run_one(gitlab, daemons, tmp_path,
+                  script=["head -c 300000 /dev/urandom > r.bin"],
+                  artifacts=[{"paths": ["r.bin"]}])
+    assert job.status == "success", job.log_text
+    ups = gitlab.artifact_uploads(job)
+    assert len(ups) == 2 and ups[0].status is None and ups[1].status == 201
+    full = ups[1]
+    assert full.complete
+    stored = gitlab.artifact(job)
+    assert zip_names(stored.data) == ["r.bin"]
+
+
+def test_413_fails_the_job_at_once(gitlab, daemons, tmp_path):
+    gitlab.max_artifact_size = 100
+    job = run_one(gitlab, daemons, tmp_path,
+                  script=["head -c 100000 /dev/urandom > big.bin"],
+                  artifacts=[{"paths": ["big.bin"]}])
+    log = job.log_text
+    assert job.status == "failed", log
+    assert job.failure_reason == "script_failure"
+    assert len(gitlab.artifact_uploads(job)) == 1, "a 413 was retried"
+    assert "too large" in log and "413" in log
+
+
+def test_a_307_redirect_sends_the_whole_body_again(gitlab, daemons, tmp_path):
+    gitlab.artifact_redirect = True
+    job = run_one(gitlab, daemons, tmp_path, script=["seq 1 20000 > n.txt"],
+                  artifacts=[{"paths": ["n.txt"]}])
+    assert job.status == "success", job.log_text
+    ups = gitlab.artifact_uploads(job)
+    assert [(u.redirected, u.status) for u in ups] == [(False, 307), (True, 201)]
+    assert ups[0].body_sha256 == ups[1].body_sha256
+    assert "Upload request redirected" in job.log_text
+
+
+def test_reports_in_gzip_and_raw(gitlab, daemons, tmp_path):
+    job = run_one(gitlab, daemons, tmp_path,
+                  script=["mkdir -p r", "echo '<testsuite/>' > r/junit.xml",
+                          "echo '<more/>' > r/more.xml", "echo '{}' > sast.json", "exit 3"],
+                  artifacts=[{"paths": ["r/*.xml"], "when": "always", "artifact_type": "junit",
+                              "artifact_format": "gzip"},
+                             {"paths": ["sast.json"], "when": "on_failure",
+                              "artifact_type": "sast", "artifact_format": "raw"},
+                             {"paths": ["r/"], "when": "on_success"}])
+    assert job.status == "failed", job.log_text
+    arts = gitlab.artifacts(job)
+    assert sorted(arts) == ["junit", "sast"], "on_success artifacts of a failed job"
+    junit = arts["junit"]
+    assert junit.filename == "junit.gz"
+    # Concatenated members, one per file, each named for its file.
+    assert gzip.decompress(junit.data) == b"<testsuite/>\n<more/>\n"
+    names = []
+    data = junit.data
+    while data:
+        flags = data[3]
+        assert data[:2] == b"\x1f\x8b" and flags & 0x08, "no file name in the member"
+        end = data.index(b"\0", 10)
+        names.append(data[10:end].decode())
+        dec = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        dec.decompress(data)
+        data = dec.unused_data
+    assert names == ["junit.xml", "more.xml"]
+    assert arts["sast"].data == b"{}\n" and arts["sast"].filename == "sast"
+
+
+def test_untracked_and_no_files(gitlab, daemons, tmp_path):
+    job = run_one(gitlab, daemons, tmp_path,
+                  script=["git init -q .", "echo t > tracked && git add tracked",
+                          "printf '*.log\\n' > .gitignore", "git add .gitignore",
+                          "echo u > untracked.txt", "echo l > build.log"],
+                  artifacts=[{"untracked": True, "exclude": ["*.log"]},
+                             {"paths": ["nothing-*"], "artifact_type": "junit",
+                              "artifact_format": "gzip"}])
+    log = job.log_text
+    assert job.status == "success", log
+    assert zip_names(gitlab.artifact(job).data) == ["untracked.txt"]
+    assert "nothing-*: no matching files" in log
+    assert "No files to upload" in log
+    assert "junit" not in gitlab.artifacts(job)
+
+
+def test_the_token_never_reaches_a_command_line(gitlab, daemons, tmp_path):
+    # Hold the upload's answer so the helper is surely running while we look.
+    gitlab.script("POST", UPLOAD, times=1, delay=2.0)
+    seen, stop = [], threading.Event()
+
+    def scan():
+        while not stop.is_set():
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit():
+                    continue
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        seen.append(f.read())
+                except OSError:
+                    pass
+            time.sleep(0.05)
+
+    t = threading.Thread(target=scan)
+    t.start()
+    try:
+        job = run_one(gitlab, daemons, tmp_path, script=["echo x > a.txt"],
+                      artifacts=[{"paths": ["a.txt"]}])
+    finally:
+        stop.set()
+        t.join()
+    assert job.status == "success", job.log_text
+    helpers = [c for c in seen if b"artifacts-uploader" in c]
+    assert helpers, "the uploader was never seen running"
+    assert not [c for c in seen if job.token.encode() in c]
+
+
+def hostile(entries):
+    """A zip from (name, data, mode) triples; mode with S_IFLNK makes a symlink."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data, mode in entries:
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+            info.create_system = 3
+            info.external_attr = mode << 16
+            z.writestr(info, data)
+    return buf.getvalue()
+
+
+HOSTILE = {
+    "zip-slip": ([("ok.txt", b"ok", 0o100644), ("../escaped.txt", b"x", 0o100644)],
+                 "../escaped.txt"),
+    "absolute": ([("ok.txt", b"ok", 0o100644), ("/tmp/abs-escaped.txt", b"x", 0o100644)],
+                 "/tmp/abs-escaped.txt"),
+    "symlink": ([("ok.txt", b"ok", 0o100644), ("up", b"../../../..", 0o120777),
+                 ("up/escaped.txt", b"x", 0o100644)], "up"),
+}
+
+
+def test_hostile_archives_are_refused_and_leave_nothing(gitlab, daemons, tmp_path):
+    for label, (entries, entry_name) in sorted(HOSTILE.items()):
+        base = tmp_path / label
+        evil = run_one(gitlab, daemons, base / "src", name=f"evil-{label}",
+                       script=["true"])
+        gitlab.add_artifact(evil, hostile(entries))
+        job = run_one(gitlab, daemons, base / "dst", name=f"victim-{label}",
+                      dependencies=[gitlab.artifact_dependency(evil)], script=["true"])
+        log = job.log_text
+        assert job.status == "failed", (label, log)
+        assert entry_name in log, (label, log)
+        project = project_dir(base / "dst")
+        assert not (project / "ok.txt").exists(), f"{label}: partial extraction"
+        assert not (project.parent / "escaped.txt").exists()
+        assert not os.path.exists("/tmp/abs-escaped.txt")
+
+
+def test_a_truncated_archive_fails_cleanly(gitlab, daemons, tmp_path):
+    evil = run_one(gitlab, daemons, tmp_path / "src", name="cut", script=["true"])
+    whole = hostile([(f"f{i}.txt", os.urandom(4000), 0o100644) for i in range(20)])
+    gitlab.add_artifact(evil, whole[: len(whole) // 2])
+    job = run_one(gitlab, daemons, tmp_path / "dst", name="victim",
+                  dependencies=[gitlab.artifact_dependency(evil)], script=["true"])
+    assert job.status == "failed", job.log_text
+    project = project_dir(tmp_path / "dst")
+    assert not any(p.name.startswith("f") for p in project.iterdir())
+
+
+def test_a_zip_bomb_is_bounded(gitlab, daemons, tmp_path):
+    evil = run_one(gitlab, daemons, tmp_path / "src", name="bomb", script=["true"])
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("zeros.bin", b"\0" * (20 << 20))
+    gitlab.add_artifact(evil, buf.getvalue())
+    job = run_one(gitlab, daemons, tmp_path / "dst", name="victim",
+                  dependencies=[gitlab.artifact_dependency(evil)], script=["true"],
+                  variables={"ARTIFACT_EXTRACT_MAX_BYTES": str(1 << 20)})
+    assert job.status == "failed", job.log_text
+    assert "zeros.bin" in job.log_text
+    assert not (project_dir(tmp_path / "dst") / "zeros.bin").exists()
+    assert stat.S_ISDIR(os.stat(project_dir(tmp_path / "dst")).st_mode)

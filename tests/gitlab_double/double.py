@@ -53,7 +53,7 @@ JOIN_TIMEOUT = 2.0         # stop() waits at most this long per connection threa
 REQUEST_ID_RE = re.compile(r"^[0-9a-f]{32}$")
 SYSTEM_ID_RE = re.compile(r"^[sr]_[0-9a-zA-Z]{12}$")
 USER_AGENT_PREFIX = "runner "
-ACTIONS = (None, "drop", "drop_after_headers", "drop_after_handling")
+ACTIONS = (None, "drop", "drop_after_headers", "drop_after_handling", "drop_mid_body")
 _ALNUM = string.ascii_letters + string.digits
 
 
@@ -179,7 +179,9 @@ class Rule:
     run); "drop_after_headers" sends the status line, the headers with the
     full Content-Length, half the body, then closes; "drop_after_handling"
     runs the endpoint (its side effects happen) and closes without
-    answering, the lost-response case.
+    answering, the lost-response case; "drop_mid_body" reads about half
+    of the request body and closes (the rule is taken before the body is
+    read, so a predicate sees an empty body).
     """
     method: str = "*"
     path: str = r".*"
@@ -507,12 +509,17 @@ class GitLabDouble(JobsMixin, WorkhorseMixin):
             self._rules.clear()
             self._storm = None
 
-    def _take_rule(self, req):
+    def _take_rule(self, req, early=False):
+        """The rule for req; early: only drop_mid_body rules (taken before the body)."""
         with self._lock:
-            if self._storm is not None and self._storm.matches(req):
-                self._storm.used += 1
-                return self._storm
-            for rule in self._rules:
+            if early:
+                rules = [r for r in self._rules if r.action == "drop_mid_body"]
+            else:
+                if self._storm is not None and self._storm.matches(req):
+                    self._storm.used += 1
+                    return self._storm
+                rules = [r for r in self._rules if r.action != "drop_mid_body"]
+            for rule in rules:
                 if rule.matches(req):
                     rule.used += 1
                     return rule
@@ -1006,6 +1013,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                       headers=Headers(self.headers.items()), body=b"", time=time.monotonic(),
                       connection=self.conn.id, client_cert=self.conn.client_cert)
         try:
+            early = d._take_rule(req, early=True)
+            if early is not None:
+                self._drop_mid_body(req)
+                return
             req.body, req.chunked = self._read_body()
         except _BadFraming as e:
             req.violations.append(f"{req.method} {req.path}: bad request framing: {e}")
@@ -1055,6 +1066,26 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self._write(req, resp)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _serve
+
+    def _drop_mid_body(self, req):
+        """A drop_mid_body rule: read about half of the body, record, close."""
+        d = self.double
+        req.complete = False
+        req.chunked = self.headers.get("Transfer-Encoding") is not None
+        try:
+            if req.chunked:
+                line = self.rfile.readline(1024)
+                size = int(line.split(b";", 1)[0].strip() or b"0", 16)
+                req.body = self.rfile.read(max(size // 2, 1) if size else 0)
+            else:
+                n = int(self.headers.get("Content-Length") or 0)
+                req.body = self.rfile.read(n // 2)
+        except (ValueError, OSError):
+            pass
+        with d._lock:
+            d._requests.append(req)
+        self.close_connection = True
+        d._finish(req, None)
 
     def _read_body(self):
         te = self.headers.get("Transfer-Encoding")

@@ -18,8 +18,10 @@ Layout of this module, top to bottom:
   (threads, TLS handshake per connection, connection accounting).
 
 Jobs (PUT /jobs/:id, PATCH /jobs/:id/trace, job state helpers) live in
-jobs.py, job payloads in payloads.py, Workhorse's long polling of the job
-request in workhorse.py; GitLabDouble inherits the first and the last.
+jobs.py, artifacts (upload, download, the object storage a direct
+download goes to) in artifacts.py, job payloads in payloads.py,
+Workhorse's long polling of the job request in workhorse.py;
+GitLabDouble inherits all but payloads.py.
 
 Threading: one thread per connection (ThreadingHTTPServer).  Every record
 and every piece of state is guarded by one lock; endpoints run under it and
@@ -264,7 +266,10 @@ AUTH_BODY_ONLY = "body_only"      # body token; a Runner-Token header is tolerat
 AUTH_RUNNER_HEADER = "header"     # Runner-Token header only, no body (discovery)
 AUTH_PAT = "pat"                  # Private-Token only, no body
 AUTH_JOB = "job"                  # body token + Job-Token header equal to it (PUT /jobs/:id)
-AUTH_JOB_HEADER = "job_header"    # Job-Token header only (trace, artifacts)
+AUTH_JOB_HEADER = "job_header"    # Job-Token header only (trace)
+AUTH_JOB_ARTIFACTS = "job_artifacts"  # Job-Token header only; a missing one is answered
+                                      # by the endpoint as Rails does (artifacts.py)
+AUTH_STORAGE = "storage"          # object storage: no token at all (artifacts.py)
 AUTH_NONE = "none"                # catch-all
 
 
@@ -281,15 +286,15 @@ class Route:
 
 
 def endpoint(method, path, *, auth, body="json", accept_json=False, params=None,
-             required=("token",)):
-    """Declare a method of GitLabDouble as the endpoint for METHOD /api/v4<path>.
+             required=("token",), prefix=API_PREFIX):
+    """Declare a method of GitLabDouble as the endpoint for METHOD <prefix><path>.
 
     Validation common to every endpoint (JSON, Grape params, token
     placement) happens once in GitLabDouble._check from this declaration;
     the method only implements what Rails does after that.
     """
     def mark(fn):
-        fn._route = Route(method, re.compile("^" + re.escape(API_PREFIX) + path + "$"),
+        fn._route = Route(method, re.compile("^" + re.escape(prefix) + path + "$"),
                           fn.__name__, auth, body, accept_json, dict(params or {}),
                           tuple(required))
         return fn
@@ -323,11 +328,12 @@ def _random_alnum(n):
 # The double
 # ---------------------------------------------------------------------------
 
+from .artifacts import ArtifactsMixin  # noqa: E402
 from .jobs import JobsMixin  # noqa: E402  (jobs.py uses the records above)
 from .workhorse import STOPPED, WorkhorseMixin  # noqa: E402
 
 
-class GitLabDouble(JobsMixin, WorkhorseMixin):
+class GitLabDouble(JobsMixin, ArtifactsMixin, WorkhorseMixin):
     """A strict fake GitLab (see the module docstring).
 
     State (mutate freely from the test thread between requests):
@@ -336,7 +342,9 @@ class GitLabDouble(JobsMixin, WorkhorseMixin):
     router_url, legacy_registration_disabled, token_expires_in (seconds of
     validity for tokens the double issues; None = never expire), long_poll
     (seconds Workhorse holds a job request whose last_update is current;
-    0 = no long polling, see workhorse.py), jobs (id -> Job, see jobs.py).
+    0 = no long polling, see workhorse.py), jobs (id -> Job, see jobs.py),
+    the artifact settings (max_artifact_size, artifact_redirect, ...; see
+    artifacts.py).
     """
 
     def __init__(self, tls=None, require_client_cert=False, host="127.0.0.1",
@@ -372,6 +380,7 @@ class GitLabDouble(JobsMixin, WorkhorseMixin):
         self._thread = None
         self._routes = self._collect_routes()
         self._jobs_init()
+        self._artifacts_init()
         self._workhorse_init(long_poll)
 
     # -- lifecycle ----------------------------------------------------------
@@ -697,6 +706,9 @@ class GitLabDouble(JobsMixin, WorkhorseMixin):
         """
         route, args = self._route(req.method, req.path)
         call = Call(req, route, args)
+        if route is not None and route.auth == AUTH_STORAGE:
+            self._check_storage(call)       # not GitLab: none of the API's rules
+            return call
         self._check_general(call)
         auth = route.auth if route else AUTH_NONE
         if auth != AUTH_PAT and req.headers.get_all("Private-Token"):
@@ -789,14 +801,15 @@ class GitLabDouble(JobsMixin, WorkhorseMixin):
         req, auth = call.request, call.route.auth
         body_token = call.params.get("token")
         header = req.headers.get("Runner-Token")
-        if auth in (AUTH_JOB, AUTH_JOB_HEADER):
+        if auth in (AUTH_JOB, AUTH_JOB_HEADER, AUTH_JOB_ARTIFACTS):
             job_header = req.headers.get("Job-Token")
             if header is not None:
                 call.violate("Runner-Token header on a job endpoint",
                              _double_reject("Runner-Token header on a job endpoint"))
             if job_header is None:
                 call.violate("Job-Token header missing",
-                             _double_reject("Job-Token header missing"))
+                             None if auth == AUTH_JOB_ARTIFACTS
+                             else _double_reject("Job-Token header missing"))
             elif auth == AUTH_JOB and isinstance(body_token, str) and job_header != body_token:
                 call.violate("Job-Token header differs from the body token",
                              _double_reject("Job-Token header differs from the body token"))

@@ -18,8 +18,10 @@ Layout of this module, top to bottom:
   (threads, TLS handshake per connection, connection accounting).
 
 Jobs (PUT /jobs/:id, PATCH /jobs/:id/trace, job state helpers) live in
-jobs.py, job payloads in payloads.py, Workhorse's long polling of the job
-request in workhorse.py; GitLabDouble inherits the first and the last.
+jobs.py, artifacts (upload, download, the object storage a direct
+download goes to) in artifacts.py, job payloads in payloads.py,
+Workhorse's long polling of the job request in workhorse.py;
+GitLabDouble inherits all but payloads.py.
 
 Threading: one thread per connection (ThreadingHTTPServer).  Every record
 and every piece of state is guarded by one lock; endpoints run under it and
@@ -53,7 +55,7 @@ JOIN_TIMEOUT = 2.0         # stop() waits at most this long per connection threa
 REQUEST_ID_RE = re.compile(r"^[0-9a-f]{32}$")
 SYSTEM_ID_RE = re.compile(r"^[sr]_[0-9a-zA-Z]{12}$")
 USER_AGENT_PREFIX = "runner "
-ACTIONS = (None, "drop", "drop_after_headers", "drop_after_handling")
+ACTIONS = (None, "drop", "drop_after_headers", "drop_after_handling", "drop_mid_body")
 _ALNUM = string.ascii_letters + string.digits
 
 
@@ -179,7 +181,9 @@ class Rule:
     run); "drop_after_headers" sends the status line, the headers with the
     full Content-Length, half the body, then closes; "drop_after_handling"
     runs the endpoint (its side effects happen) and closes without
-    answering, the lost-response case.
+    answering, the lost-response case; "drop_mid_body" reads about half
+    of the request body and closes (the rule is taken before the body is
+    read, so a predicate sees an empty body).
     """
     method: str = "*"
     path: str = r".*"
@@ -262,7 +266,10 @@ AUTH_BODY_ONLY = "body_only"      # body token; a Runner-Token header is tolerat
 AUTH_RUNNER_HEADER = "header"     # Runner-Token header only, no body (discovery)
 AUTH_PAT = "pat"                  # Private-Token only, no body
 AUTH_JOB = "job"                  # body token + Job-Token header equal to it (PUT /jobs/:id)
-AUTH_JOB_HEADER = "job_header"    # Job-Token header only (trace, artifacts)
+AUTH_JOB_HEADER = "job_header"    # Job-Token header only (trace)
+AUTH_JOB_ARTIFACTS = "job_artifacts"  # Job-Token header only; a missing one is answered
+                                      # by the endpoint as Rails does (artifacts.py)
+AUTH_STORAGE = "storage"          # object storage: no token at all (artifacts.py)
 AUTH_NONE = "none"                # catch-all
 
 
@@ -279,15 +286,15 @@ class Route:
 
 
 def endpoint(method, path, *, auth, body="json", accept_json=False, params=None,
-             required=("token",)):
-    """Declare a method of GitLabDouble as the endpoint for METHOD /api/v4<path>.
+             required=("token",), prefix=API_PREFIX):
+    """Declare a method of GitLabDouble as the endpoint for METHOD <prefix><path>.
 
     Validation common to every endpoint (JSON, Grape params, token
     placement) happens once in GitLabDouble._check from this declaration;
     the method only implements what Rails does after that.
     """
     def mark(fn):
-        fn._route = Route(method, re.compile("^" + re.escape(API_PREFIX) + path + "$"),
+        fn._route = Route(method, re.compile("^" + re.escape(prefix) + path + "$"),
                           fn.__name__, auth, body, accept_json, dict(params or {}),
                           tuple(required))
         return fn
@@ -321,11 +328,12 @@ def _random_alnum(n):
 # The double
 # ---------------------------------------------------------------------------
 
+from .artifacts import ArtifactsMixin  # noqa: E402
 from .jobs import JobsMixin  # noqa: E402  (jobs.py uses the records above)
 from .workhorse import STOPPED, WorkhorseMixin  # noqa: E402
 
 
-class GitLabDouble(JobsMixin, WorkhorseMixin):
+class GitLabDouble(JobsMixin, ArtifactsMixin, WorkhorseMixin):
     """A strict fake GitLab (see the module docstring).
 
     State (mutate freely from the test thread between requests):
@@ -334,7 +342,9 @@ class GitLabDouble(JobsMixin, WorkhorseMixin):
     router_url, legacy_registration_disabled, token_expires_in (seconds of
     validity for tokens the double issues; None = never expire), long_poll
     (seconds Workhorse holds a job request whose last_update is current;
-    0 = no long polling, see workhorse.py), jobs (id -> Job, see jobs.py).
+    0 = no long polling, see workhorse.py), jobs (id -> Job, see jobs.py),
+    the artifact settings (max_artifact_size, artifact_redirect, ...; see
+    artifacts.py).
     """
 
     def __init__(self, tls=None, require_client_cert=False, host="127.0.0.1",
@@ -370,6 +380,7 @@ class GitLabDouble(JobsMixin, WorkhorseMixin):
         self._thread = None
         self._routes = self._collect_routes()
         self._jobs_init()
+        self._artifacts_init()
         self._workhorse_init(long_poll)
 
     # -- lifecycle ----------------------------------------------------------
@@ -507,12 +518,17 @@ class GitLabDouble(JobsMixin, WorkhorseMixin):
             self._rules.clear()
             self._storm = None
 
-    def _take_rule(self, req):
+    def _take_rule(self, req, early=False):
+        """The rule for req; early: only drop_mid_body rules (taken before the body)."""
         with self._lock:
-            if self._storm is not None and self._storm.matches(req):
-                self._storm.used += 1
-                return self._storm
-            for rule in self._rules:
+            if early:
+                rules = [r for r in self._rules if r.action == "drop_mid_body"]
+            else:
+                if self._storm is not None and self._storm.matches(req):
+                    self._storm.used += 1
+                    return self._storm
+                rules = [r for r in self._rules if r.action != "drop_mid_body"]
+            for rule in rules:
                 if rule.matches(req):
                     rule.used += 1
                     return rule
@@ -690,6 +706,9 @@ class GitLabDouble(JobsMixin, WorkhorseMixin):
         """
         route, args = self._route(req.method, req.path)
         call = Call(req, route, args)
+        if route is not None and route.auth == AUTH_STORAGE:
+            self._check_storage(call)       # not GitLab: none of the API's rules
+            return call
         self._check_general(call)
         auth = route.auth if route else AUTH_NONE
         if auth != AUTH_PAT and req.headers.get_all("Private-Token"):
@@ -782,14 +801,15 @@ class GitLabDouble(JobsMixin, WorkhorseMixin):
         req, auth = call.request, call.route.auth
         body_token = call.params.get("token")
         header = req.headers.get("Runner-Token")
-        if auth in (AUTH_JOB, AUTH_JOB_HEADER):
+        if auth in (AUTH_JOB, AUTH_JOB_HEADER, AUTH_JOB_ARTIFACTS):
             job_header = req.headers.get("Job-Token")
             if header is not None:
                 call.violate("Runner-Token header on a job endpoint",
                              _double_reject("Runner-Token header on a job endpoint"))
             if job_header is None:
                 call.violate("Job-Token header missing",
-                             _double_reject("Job-Token header missing"))
+                             None if auth == AUTH_JOB_ARTIFACTS
+                             else _double_reject("Job-Token header missing"))
             elif auth == AUTH_JOB and isinstance(body_token, str) and job_header != body_token:
                 call.violate("Job-Token header differs from the body token",
                              _double_reject("Job-Token header differs from the body token"))
@@ -1006,6 +1026,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                       headers=Headers(self.headers.items()), body=b"", time=time.monotonic(),
                       connection=self.conn.id, client_cert=self.conn.client_cert)
         try:
+            early = d._take_rule(req, early=True)
+            if early is not None:
+                self._drop_mid_body(req)
+                return
             req.body, req.chunked = self._read_body()
         except _BadFraming as e:
             req.violations.append(f"{req.method} {req.path}: bad request framing: {e}")
@@ -1055,6 +1079,26 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self._write(req, resp)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _serve
+
+    def _drop_mid_body(self, req):
+        """A drop_mid_body rule: read about half of the body, record, close."""
+        d = self.double
+        req.complete = False
+        req.chunked = self.headers.get("Transfer-Encoding") is not None
+        try:
+            if req.chunked:
+                line = self.rfile.readline(1024)
+                size = int(line.split(b";", 1)[0].strip() or b"0", 16)
+                req.body = self.rfile.read(max(size // 2, 1) if size else 0)
+            else:
+                n = int(self.headers.get("Content-Length") or 0)
+                req.body = self.rfile.read(n // 2)
+        except (ValueError, OSError):
+            pass
+        with d._lock:
+            d._requests.append(req)
+        self.close_connection = True
+        d._finish(req, None)
 
     def _read_body(self):
         te = self.headers.get("Transfer-Encoding")

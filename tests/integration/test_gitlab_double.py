@@ -398,6 +398,19 @@ def test_script_drop(gitlab):
     assert [r.response_status for r in gitlab.requests] == [None, 200]
 
 
+def test_script_drop_mid_body(gitlab):
+    gitlab.add_runner(token=TOKEN)
+    rule = gitlab.script(path="verify", action="drop_mid_body")
+    big = {"token": TOKEN, "info": {"name": "x" * (1 << 20)}}
+    with pytest.raises((http.client.HTTPException, ConnectionError, OSError)):
+        send(gitlab, "POST", "runners/verify", big)
+    gitlab.wait_for(lambda: gitlab.requests)
+    [req] = gitlab.requests
+    assert rule.used == 1 and req.response_status is None and not req.complete
+    assert 0 < len(req.body) < len(json.dumps(big))
+    assert send(gitlab, "POST", "runners/verify", big).status == 200
+
+
 def test_script_drop_after_headers_truncates_the_body(gitlab):
     gitlab.add_runner(token=TOKEN, id=17)
     gitlab.script(path="verify", action="drop_after_headers")

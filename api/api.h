@@ -443,6 +443,11 @@ struct api_artifact_upload {
 	int		 fd;		/* the whole body, bytes 0 .. len-1 */
 	off_t		 len;
 	uint64_t	 timeout_ms;	/* 0: the default */
+	/*
+	 * A 307/308 Location to send the same request to, query and all
+	 * (Go's client follows those itself, Job-Token kept); NULL at first.
+	 */
+	const char	*redirect_url;
 };
 
 /*

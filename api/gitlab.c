@@ -1121,14 +1121,19 @@ api_upload_artifacts(struct api *a, const struct api_job_ref *job,
 	struct api_call *call;
 	struct buf path;
 
-	buf_init(&path, BUF_UNLIMITED);
-	buf_printf(&path, "jobs/%" PRId64 "/artifacts", job->id);
-	/* Alphabetical, each only when set, as gitlab-runner sends them. */
-	query_param(&path, "artifact_format", u->format);
-	query_param(&path, "artifact_type", u->type);
-	query_param(&path, "expire_in", u->expire_in);
-	call = call_prepare(a, CALL_ARTIFACT, job->creds, "POST", path.ptr, data);
-	buf_release(&path);
+	if (u->redirect_url != NULL)
+		call = call_prepare_url(a, CALL_ARTIFACT, job->creds, "POST", u->redirect_url,
+		    data);
+	else {
+		buf_init(&path, BUF_UNLIMITED);
+		buf_printf(&path, "jobs/%" PRId64 "/artifacts", job->id);
+		/* Alphabetical, each only when set, as gitlab-runner sends them. */
+		query_param(&path, "artifact_format", u->format);
+		query_param(&path, "artifact_type", u->type);
+		query_param(&path, "expire_in", u->expire_in);
+		call = call_prepare(a, CALL_ARTIFACT, job->creds, "POST", path.ptr, data);
+		buf_release(&path);
+	}
 	call->cb.artifact = cb;
 	if (call->req != NULL) {
 		http_req_secret_header(call->req, "Job-Token", job->token);

@@ -241,17 +241,10 @@ write_body(int fd, const char *boundary, const char *filename, enum archive_form
 	return len;
 }
 
-/* scheme://host[:port] of a Location: gitlab-runner re-targets the upload there. */
-static char *
-redirect_base(const char *location)
+static bool
+http_url(const char *url)
 {
-	const char *p = strstr(location, "://");
-
-	if (p == NULL || (strncasecmp(location, "http://", 7) != 0 &&
-	    strncasecmp(location, "https://", 8) != 0))
-		return NULL;
-	p += 3;
-	return xmemdup(location, (size_t)(p + strcspn(p, "/?#") - location));
+	return strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0;
 }
 
 static int
@@ -262,7 +255,7 @@ send_upload(const struct upload_opts *o, const char *token, int fd, off_t len,
 	struct api_job_ref ref;
 	struct api_creds creds;
 	struct transfer t = { 0 };
-	char short_tok[LOG_TOKEN_SIZE], *prefix, *url = xstrdup(o->url), *base;
+	char short_tok[LOG_TOKEN_SIZE], *prefix, *location = NULL;
 	uint64_t start = clock_mono_ms();
 	int redirects = 0, rc = 1;
 
@@ -277,8 +270,8 @@ send_upload(const struct upload_opts *o, const char *token, int fd, off_t len,
 	    "coordinator...", o->type) : xstrdup("Uploading artifacts to coordinator...");
 	log_token(token, short_tok);
 	cmd_session_open(&t.session, NULL);
+	creds_for(&creds, o->url);
 	for (;;) {
-		creds_for(&creds, url);
 		ref.creds = &creds;
 		ref.id = o->id;
 		ref.token = token;
@@ -287,14 +280,16 @@ send_upload(const struct upload_opts *o, const char *token, int fd, off_t len,
 		cmd_session_wait(&t.session);
 		if (t.result != API_ARTIFACT_REDIRECT)
 			break;
-		if (++redirects > MAX_REDIRECTS || (base = redirect_base(t.location)) == NULL) {
+		if (++redirects > MAX_REDIRECTS || !http_url(t.location)) {
 			log_error("%s redirected too often or to a bad location (%s)", prefix,
 			    t.location);
 			goto out;
 		}
-		log_info("Upload request redirected  location=%s new-url=%s", t.location, base);
-		free(url);
-		url = base;
+		/* The same body again, to exactly where the server said. */
+		log_info("Upload request redirected  location=%s", t.location);
+		free(location);
+		location = xstrdup(t.location);
+		up.redirect_url = location;
 	}
 	switch (t.result) {
 	case API_ARTIFACT_OK:
@@ -322,7 +317,7 @@ out:
 	cmd_session_close(&t.session);
 	transfer_release(&t);
 	free(prefix);
-	free(url);
+	free(location);
 	return rc;
 }
 

@@ -235,6 +235,9 @@ HOSTILE = {
                  "/tmp/abs-escaped.txt"),
     "symlink": ([("ok.txt", b"ok", 0o100644), ("up", b"../../../..", 0o120777),
                  ("up/escaped.txt", b"x", 0o100644)], "up"),
+    "symlink-alone": ([("ok.txt", b"ok", 0o100644), ("etc", b"/etc", 0o120777)], "etc"),
+    "symlink-relative": ([("ok.txt", b"ok", 0o100644), ("d/l", b"../../x", 0o120777)],
+                         "d/l"),
 }
 
 

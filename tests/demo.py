@@ -4,8 +4,10 @@
 1. start the GitLab double on 127.0.0.1 (long polling on, as Workhorse does)
    with a runner created GitLab-side, and a real git repository (with a
    submodule) served by `git http-backend`, which only lets the job token in;
-   the pipeline has three jobs: one that clones the repository and prints and
-   uses a masked variable, one that fails, one that is canceled while it runs;
+   the pipeline has four jobs: one that clones the repository, prints and
+   uses a masked variable, and uploads artifacts and saves a cache; one that
+   fails; one that is canceled while it runs; and, once the first is done,
+   one that downloads the first one's artifacts and restores its cache;
 2. `runner register` binds to it and writes a fresh config.toml;
 3. `runner run` asks for the jobs, runs them in bash and reports them;
 4. once every job is final the daemon is drained (SIGQUIT) and each job's
@@ -68,7 +70,15 @@ def main():
                                 "GIT_SUBMODULE_STRATEGY": "normal"},
             script=["echo \"$GREETING\"", "echo \"the key is $API_KEY\"",
                     "printf 'split: %s' \"${API_KEY%%-*}\"; printf '%s\\n' \"-${API_KEY#*-}\"",
-                    "git log --oneline", "cat lib/lib.txt"]), runner=runner_gitlab, id=9001),
+                    "git log --oneline", "cat lib/lib.txt",
+                    "mkdir -p dist && git log --oneline > dist/commits.txt",
+                    "mkdir -p .deps && echo 'cached dependency' > .deps/dep.txt"],
+            artifacts=[{"name": "dist", "paths": ["dist/"], "when": "on_success",
+                        "artifact_type": "archive", "artifact_format": "zip",
+                        "expire_in": "1 day"}],
+            cache=[{"key": "deps-$CI_COMMIT_REF_SLUG", "paths": [".deps/"],
+                    "policy": "pull-push", "when": "on_success"}]),
+            runner=runner_gitlab, id=9001),
         gitlab.add_job(job_payload(
             name="fails", id=2, variables={"GIT_STRATEGY": "none"}, script=["echo about to fail", "exit 3"],
             after_script=["echo \"after_script sees CI_JOB_STATUS=$CI_JOB_STATUS\""]),
@@ -87,6 +97,14 @@ def main():
         wait(lambda: "waiting to be canceled" in jobs[2].log_text, 60, "the third job to start")
         say("canceling the third job in GitLab")
         jobs[2].cancel()
+        wait(lambda: gitlab.jobs_final([jobs[0].id]), 60, "the first job to finish")
+        say("adding a job that uses the first one's artifacts and cache")
+        jobs.append(gitlab.add_job(job_payload(
+            name="uses-artifacts", id=4, variables={"GIT_STRATEGY": "none"},
+            dependencies=[gitlab.artifact_dependency(jobs[0])],
+            cache=[{"key": "deps-$CI_COMMIT_REF_SLUG", "paths": [".deps/"], "policy": "pull"}],
+            script=["cat dist/commits.txt", "cat .deps/dep.txt"]),
+            runner=runner_gitlab, id=9004))
         wait(lambda: gitlab.jobs_final([j.id for j in jobs]), 60, "every job to finish")
     finally:
         daemon.send_signal(signal.SIGQUIT)
@@ -100,7 +118,7 @@ def main():
 
     problems = []
     expected = {9001: ("success", None), 9002: ("failed", "script_failure"),
-                9003: ("canceled", None)}
+                9003: ("canceled", None), 9004: ("success", None)}
     for job in jobs:
         r = job.report()
         say(f"job {r['id']} ({r['name']}): {r['status']}"
@@ -119,6 +137,9 @@ def main():
             problems.append(f"job {job.id}: the job token reached the log")
     if repos.main_head[:7] not in jobs[0].log_text or "lib 2" not in jobs[0].log_text:
         problems.append("job 9001 did not check out the pipeline's commit with its submodule")
+    if (repos.main_head[:7] not in jobs[3].log_text
+            or "cached dependency" not in jobs[3].log_text):
+        problems.append("job 9004 did not get job 9001's artifacts and cache")
     problems += [f"protocol violation: {v}" for v in gitlab.violations]
     problems += [f"git server: {e}" for e in git.errors]
     if rc != 0:

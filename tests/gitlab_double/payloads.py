@@ -9,6 +9,7 @@ job's id and token everywhere Rails puts them (add_job calls it, so a
 payload never disagrees with the job it belongs to).
 """
 import hashlib
+import re
 import secrets
 from collections.abc import Mapping
 from urllib.parse import urlsplit, urlunsplit
@@ -111,8 +112,15 @@ def _predefined(name, stage, project, project_id, ref, sha, pipeline_id, server_
             variable("CI_REPOSITORY_URL", repo_url, public=False)]
     tail = [("CI_PROJECT_ID", str(project_id)), ("CI_PROJECT_PATH", project),
             ("CI_PROJECT_NAME", project.rsplit("/", 1)[-1]), ("CI_COMMIT_SHA", sha),
-            ("CI_COMMIT_REF_NAME", ref), ("CI_PIPELINE_ID", str(pipeline_id))]
+            ("CI_COMMIT_REF_NAME", ref), ("CI_COMMIT_REF_SLUG", ref_slug(ref)),
+            ("CI_PIPELINE_ID", str(pipeline_id))]
     return out + [variable(k, v) for k, v in tail]
+
+
+def ref_slug(ref):
+    """Rails' slugify: lower case, [^a-z0-9] runs to '-', at most 63, no '-' at the ends."""
+    slug = re.sub(r"[^a-z0-9]", "-", ref.lower())[:63]
+    return slug.strip("-")
 
 
 def job_payload(script=("echo hello",), after_script=(), variables=None, timeout=3600,

@@ -62,3 +62,24 @@ def test_a_cancel_reaches_what_the_users_script_started(gitlab, daemons, nobody)
     assert d.stop() == 0
     wait_until(lambda: pid_gone(pid), 15, "the user's background sleep to be killed")
     check_run(gitlab, d, [job])
+
+
+def test_the_users_cache_and_artifacts(gitlab, daemons, nobody):
+    # The helpers run as the user too: the cache directory the daemon makes is theirs.
+    user, base = nobody
+    r = gitlab.add_runner(token=new_token())
+    cache_dir = os.path.join(base, "cache")
+    d = daemons(gitlab, [entry(gitlab, r, "user", builds_dir=os.path.join(base, "builds"),
+                               cache_dir=cache_dir)])
+    job = add_job(gitlab, r, script=["mkdir -p keep out", "echo k > keep/k", "echo o > out/o"],
+                  cache=[{"key": "k", "paths": ["keep/"]}],
+                  artifacts=[{"paths": ["out/"]}])
+    d.start(["run", "-c", d.config, "-d", d.dir, "--user", "nobody"])
+    gitlab.wait_for_job(job, ("success", "failed"), timeout=60)
+    assert d.stop() == 0
+    assert job.status == "success", job.log_text
+    archive = os.path.join(cache_dir, "group", "project", "k", "cache.zip")
+    assert os.stat(archive).st_uid == user.pw_uid
+    assert os.stat(cache_dir).st_uid == user.pw_uid
+    assert gitlab.artifact(job) is not None
+    check_run(gitlab, d, [job])

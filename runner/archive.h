@@ -27,7 +27,13 @@ enum archive_format {
 	ARCHIVE_RAW,
 };
 
-/* "zip", "gzip", "raw" -> format; -1 for anything else. */
+/*
+ * "zip", "gzip", "raw" -> format; -1 for anything else.
+ *
+ * libarchive has an archive_format_name() of its own (struct archive *):
+ * a file that includes <archive.h> too must rename that declaration
+ * around the include, as archive_zip.c does.
+ */
 int		 archive_format_parse(const char *name, enum archive_format *out);
 const char	*archive_format_name(enum archive_format f);
 /* The upload file name's suffix: ".zip", ".gz" or "". */

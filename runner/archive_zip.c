@@ -32,7 +32,6 @@
 #include "runner/archive.h"
 #include "runner/archive_impl.h"
 #include "runner/buf.h"
-#include "runner/strv.h"
 #include "runner/xmalloc.h"
 
 /* Symlink hops one target may take before it counts as a loop (ELOOP's 40). */
@@ -413,6 +412,7 @@ struct extract {
 	struct archive_stats		 st;
 	struct links			 links;
 	struct buf			 name;	/* the current entry, clean */
+	struct buf			 raw;	/* and as the archive has it */
 	char				*err;
 	size_t				 errlen;
 };
@@ -474,6 +474,10 @@ next_entry(struct extract *x, struct archive *r, struct archive_entry **e,
 		    x->zip);
 		return -1;
 	}
+	/* A copy: pass 2 replaces the entry's name, and the string with it. */
+	buf_reset(&x->raw);
+	buf_puts(&x->raw, *raw);
+	*raw = x->raw.ptr;
 	if ((why = clean_name(*raw, &x->name)) != NULL) {
 		arc_errf(x->err, x->errlen, *raw, "%s", why);
 		return -1;
@@ -490,7 +494,8 @@ next_entry(struct extract *x, struct archive *r, struct archive_entry **e,
 		arc_errf(x->err, x->errlen, *raw, "empty path");
 		return -1;
 	}
-	if (x->lim->max_entries != 0 && ++x->st.entries > x->lim->max_entries) {
+	x->st.entries++;
+	if (x->lim->max_entries != 0 && x->st.entries > x->lim->max_entries) {
 		arc_errf(x->err, x->errlen, *raw,
 		    "more than %llu entries in the archive, the limit",
 		    (unsigned long long)x->lim->max_entries);
@@ -568,11 +573,41 @@ out:
 }
 
 /*
+ * Paths pass 2 created.  Not a strv: that grows one slot at a time, and
+ * this list has an entry per file of archives with 100 000 of them.
+ */
+struct created {
+	char	**v;
+	size_t	  n, cap;
+};
+
+static void
+created_push(struct created *c, char *path)
+{
+	if (c->n == c->cap) {
+		c->cap = c->cap == 0 ? 64 : 2 * c->cap;
+		c->v = xreallocarray(c->v, c->cap, sizeof(char *));
+	}
+	c->v[c->n++] = path;
+}
+
+static void
+created_free(struct created *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->n; i++)
+		free(c->v[i]);
+	free(c->v);
+	memset(c, 0, sizeof(*c));
+}
+
+/*
  * Remember which directories and files the entry will create, so that a
  * failure can take them away again.  Once one is missing, so is all below.
  */
 static void
-note_created(const char *dest, const char *name, struct strv *created)
+note_created(const char *dest, const char *name, struct created *created)
 {
 	const char *p = name, *end;
 	struct stat sb;
@@ -584,7 +619,7 @@ note_created(const char *dest, const char *name, struct strv *created)
 		path = xasprintf("%s/%.*s", dest, (int)(end - name), name);
 		if (missing || lstat(path, &sb) == -1) {
 			missing = true;
-			strv_push_owned(created, path);
+			created_push(created, path);
 		} else
 			free(path);
 		p = end + 1;
@@ -593,7 +628,7 @@ note_created(const char *dest, const char *name, struct strv *created)
 
 /* Take away what a failed pass 2 made, deepest first. */
 static void
-rollback(struct strv *created)
+rollback(struct created *created)
 {
 	struct stat sb;
 	size_t i;
@@ -648,7 +683,7 @@ copy_data(struct extract *x, struct archive *r, struct archive *w, const char *r
 
 /* Pass 2: the same archive again, written this time. */
 static int
-write_archive(struct extract *x, struct strv *created)
+write_archive(struct extract *x, struct created *created)
 {
 	struct archive *r, *w;
 	struct archive_entry *e;
@@ -703,7 +738,7 @@ archive_extract_zip(const char *path, const char *dir,
     char *err, size_t errlen)
 {
 	static const struct archive_limits unlimited;
-	struct strv created = { NULL, 0 };
+	struct created created = { NULL, 0, 0 };
 	struct extract x;
 	struct stat sb;
 	char *dest;
@@ -728,6 +763,7 @@ archive_extract_zip(const char *path, const char *dir,
 	x.err = err;
 	x.errlen = errlen;
 	buf_init(&x.name, BUF_UNLIMITED);
+	buf_init(&x.raw, BUF_UNLIMITED);
 	if (check_archive(&x) == 0) {
 		if (write_archive(&x, &created) == 0)
 			rc = 0;
@@ -740,7 +776,8 @@ archive_extract_zip(const char *path, const char *dir,
 	}
 	links_free(&x.links);
 	buf_release(&x.name);
-	strv_release(&created);
+	buf_release(&x.raw);
+	created_free(&created);
 	free(dest);
 	return rc;
 }

@@ -46,7 +46,7 @@ archive_format_parse(const char *name, enum archive_format *out)
 }
 
 const char *
-archive_format_name(enum archive_format f)
+archive_format_string(enum archive_format f)
 {
 	size_t i;
 

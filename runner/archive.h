@@ -28,14 +28,11 @@ enum archive_format {
 };
 
 /*
- * "zip", "gzip", "raw" -> format; -1 for anything else.
- *
- * libarchive has an archive_format_name() of its own (struct archive *):
- * a file that includes <archive.h> too must rename that declaration
- * around the include, as archive_zip.c does.
+ * "zip", "gzip", "raw" -> format; -1 for anything else.  (Not
+ * archive_format_name(): libarchive has one of its own.)
  */
 int		 archive_format_parse(const char *name, enum archive_format *out);
-const char	*archive_format_name(enum archive_format f);
+const char	*archive_format_string(enum archive_format f);
 /* The upload file name's suffix: ".zip", ".gz" or "". */
 const char	*archive_format_suffix(enum archive_format f);
 

@@ -19,15 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-/*
- * libarchive declares its own archive_format_name(struct archive *); ours,
- * for enum archive_format, is in runner/archive.h.  Rename theirs in this
- * file, which never calls it.
- */
-#define archive_format_name	libarchive_archive_format_name
 #include <archive.h>
 #include <archive_entry.h>
-#undef archive_format_name
 
 #include "runner/archive.h"
 #include "runner/archive_impl.h"
@@ -677,9 +670,10 @@ copy_data(struct extract *x, struct archive *r, struct archive *w, const char *r
  * destination before we came included.  No EXTRACT_OWNER: files belong to
  * whoever runs the job.
  */
+/* SPARSE: runs of zeros become holes, as the files were before archiving. */
 #define EXTRACT_FLAGS	(ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | \
 	ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS | \
-	ARCHIVE_EXTRACT_UNLINK)
+	ARCHIVE_EXTRACT_UNLINK | ARCHIVE_EXTRACT_SPARSE)
 
 /* Pass 2: the same archive again, written this time. */
 static int

@@ -148,8 +148,9 @@ def test_every_payload_step_is_a_stage_and_script_sections_collapse(gitlab, daem
     check_run(gitlab, d, [job])
 
 
-def test_cache_and_artifacts_are_said_to_be_skipped(gitlab, daemons, tmp_path):
-    job = run_one(gitlab, daemons, tmp_path, script=["echo built > out.txt"],
+def test_cache_and_artifact_stages_run_in_gitlab_runners_order(gitlab, daemons, tmp_path):
+    job = run_one(gitlab, daemons, tmp_path, script=["mkdir -p vendor", "echo built > out.txt",
+                                                     "echo v > vendor/v"],
                   artifacts=[{"name": "out", "untracked": False, "paths": ["out.txt"],
                               "when": "on_success", "artifact_type": "archive",
                               "artifact_format": "zip", "expire_in": "1 day"}],
@@ -157,10 +158,14 @@ def test_cache_and_artifacts_are_said_to_be_skipped(gitlab, daemons, tmp_path):
                           "paths": ["vendor/"], "when": "on_success"}])
     log = job.log_text
     assert job.status == "success", log
-    for stage, what in (("restore_cache", "cache"), ("archive_cache", "cache"),
-                        ("upload_artifacts_on_success", "artifacts")):
-        assert f"WARNING: {stage} skipped: this runner does not handle {what} yet" in log
-    assert "download_artifacts skipped" not in log          # no dependencies
+    order = ["restore_cache", "step_script", "archive_cache", "upload_artifacts_on_success",
+             "cleanup_file_variables"]
+    at = [log.index(f":{name}\r") if f":{name}\r" in log else log.index(f":{name}\x1b")
+          for name in order]
+    assert at == sorted(at), log
+    assert "Restoring cache" in log and "Saving cache for successful job" in log
+    assert "Uploading artifacts for successful job" in log
+    assert "download_artifacts" not in log          # no dependencies: skipped, no section
 
 
 def test_after_script_timeout_ends_only_after_script(gitlab, daemons, tmp_path):

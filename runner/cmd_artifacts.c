@@ -99,13 +99,12 @@ creds_for(struct api_creds *c, const char *url)
 }
 
 static int
-parse_timeout(const char *cmd, const char *usage, const char *v, uint64_t *ms)
+parse_timeout(const char *usage, const char *flag, const char *v, uint64_t *ms)
 {
 	int64_t ns;
 
 	if (duration_parse(v, &ns) == -1 || ns <= 0)
-		return cmd_usage_error(usage, "--timeout: \"%s\" is not a duration", v);
-	(void)cmd;
+		return cmd_usage_error(usage, "%s: \"%s\" is not a duration", flag, v);
 	*ms = (uint64_t)(ns / 1000000);
 	return 0;
 }
@@ -420,14 +419,14 @@ cmd_artifacts_uploader(int argc, char **argv)
 		case 'T': o.type = optarg; break;
 		case 'e': o.expire_in = optarg; break;
 		case 'o':
-			if ((rc = parse_timeout("artifacts-uploader", upload_usage, optarg,
+			if ((rc = parse_timeout(upload_usage, "--timeout", optarg,
 			    &o.timeout_ms)) != 0)
 				goto out;
 			break;
 		case 'r':
 			/* Accepted for gitlab-runner's scripts; the attempt deadline covers it. */
-			if ((rc = parse_timeout("artifacts-uploader", upload_usage, optarg,
-			    &unused)) != 0)
+			if ((rc = parse_timeout(upload_usage, "--response-header-timeout",
+			    optarg, &unused)) != 0)
 				goto out;
 			break;
 		case 'h':
@@ -544,7 +543,7 @@ cmd_artifacts_downloader(int argc, char **argv)
 		case 'i': id = strtoll(optarg, NULL, 10); break;
 		case 't': return no_token_flag("artifacts-downloader", download_usage);
 		case 'o':
-			if ((rc = parse_timeout("artifacts-downloader", download_usage, optarg,
+			if ((rc = parse_timeout(download_usage, "--timeout", optarg,
 			    &timeout_ms)) != 0)
 				return rc;
 			break;

@@ -10,12 +10,13 @@ import gzip
 import io
 import os
 import stat
+import subprocess
 import threading
 import time
 import zipfile
 import zlib
 
-from daemon_helpers import check_run, daemons, run_one, wait_until  # noqa: F401
+from daemon_helpers import RUNNER, check_run, daemons, run_one, wait_until  # noqa: F401
 
 UPLOAD = r"/jobs/\d+/artifacts$"
 MTIME = 1500000000        # 2017-07-14: kept by the round trip
@@ -282,3 +283,28 @@ def test_a_zip_bomb_is_bounded(gitlab, daemons, tmp_path):
     assert "zeros.bin" in job.log_text
     assert not (project_dir(tmp_path / "dst") / "zeros.bin").exists()
     assert stat.S_ISDIR(os.stat(project_dir(tmp_path / "dst")).st_mode)
+
+
+def helper(args, cwd, env=None):
+    full = dict(os.environ)
+    full.pop("CI_JOB_TOKEN", None)
+    full.update(env or {})
+    return subprocess.run([RUNNER] + args, cwd=cwd, env=full, capture_output=True, text=True)
+
+
+def test_helpers_refuse_a_token_on_the_command_line_and_bad_flags(tmp_path):
+    for cmd in ("artifacts-uploader", "artifacts-downloader"):
+        r = helper([cmd, "--url", "http://127.0.0.1:9", "--id", "1", "--token", "secret"],
+                   tmp_path)
+        assert r.returncode == 2, r
+        assert "--token is not accepted" in r.stderr and "CI_JOB_TOKEN" in r.stderr
+        r = helper([cmd, "--url", "http://127.0.0.1:9", "--id", "1"], tmp_path)
+        assert r.returncode == 1 and "CI_JOB_TOKEN is not set" in r.stderr, r
+    r = helper(["artifacts-uploader", "--url", "http://127.0.0.1:9", "--id", "1",
+                "--artifact-format", "rar", "--path", "x"], tmp_path, {"CI_JOB_TOKEN": "t"})
+    assert r.returncode == 2 and '"rar" is not zip, gzip or raw' in r.stderr, r
+    r = helper(["artifacts-uploader", "--url", "http://127.0.0.1:9", "--id", "1",
+                "--timeout", "soon"], tmp_path, {"CI_JOB_TOKEN": "t"})
+    assert r.returncode == 2 and '--timeout: "soon" is not a duration' in r.stderr, r
+    r = helper(["cache-extractor"], tmp_path)
+    assert r.returncode == 2 and "Missing --file" in r.stderr, r

@@ -406,12 +406,21 @@ push(char ***v, size_t *n, const char *s)
 	(*v)[(*n)++] = s != NULL ? xstrdup(s) : NULL;
 }
 
-/* 70 000 entries: more than a zip without ZIP64 can count. */
+/*
+ * 70 000 entries: more than a zip without ZIP64 can count.  The files are
+ * hard links, 1000 to each of 70 files: ext4 makes new inodes slowly right
+ * after many were deleted (recently_deleted() in the kernel), which made
+ * this test take a minute; links need no new inode (and ext4 allows 65 000
+ * links to one).  The reader is checked by the extractor's
+ * verifying pass, refusing at one entry under the count, so that nothing is
+ * written either.
+ */
 static void
 test_zip_many_entries(void **state)
 {
+	struct archive_limits one_short = { 0, 70069 };
 	struct archive_stats st;
-	char err[512], *path, *out, *zip, *dest, name[64], **files = NULL;
+	char err[512], *path, *first, *out, name[64], **files = NULL;
 	size_t i, j, n = 0;
 	int fd;
 
@@ -423,14 +432,17 @@ test_zip_many_entries(void **state)
 		path = xasprintf("%s/many/%s", root, name);
 		assert_int_equal(mkdir(path, 0755), 0);
 		free(path);
+		first = xasprintf("%s/many/seed%02zu", root, i);
+		assert_true((fd = open(first, O_WRONLY | O_CREAT, 0644)) >= 0);
+		close(fd);
 		for (j = 0; j < 1000; j++) {
 			snprintf(name, sizeof(name), "d%02zu/f%03zu", i, j);
 			push(&files, &n, name);
 			path = xasprintf("%s/many/%s", root, name);
-			assert_true((fd = open(path, O_WRONLY | O_CREAT, 0644)) >= 0);
-			close(fd);
+			assert_int_equal(link(first, path), 0);
 			free(path);
 		}
+		free(first);
 	}
 	push(&files, &n, NULL);
 	assert_int_equal(write_to("many.zip", ARCHIVE_ZIP, "many", files, &st,
@@ -440,21 +452,12 @@ test_zip_many_entries(void **state)
 	assert_non_null(strstr(out, "70070 files"));
 	free(out);
 
-	mkdir_at("many-back");
-	zip = at("many.zip");
-	dest = at("many-back");
-	assert_int_equal(archive_extract_zip(zip, dest, NULL, &st, err, sizeof(err)), 0);
-	assert_int_equal(st.entries, 70070);
-	out = capture("find '%s/many-back' -mindepth 1 | wc -l", root);
-	assert_int_equal(atoi(out), 70070);
-	free(out);
-	free(zip);
-	free(dest);
+	fresh_dest();
+	refused("many.zip", &one_short, "more than 70069 entries");
 	for (i = 0; i < n; i++)
 		free(files[i]);
 	free(files);
-	assert_int_equal(sh("rm -rf '%s/many' '%s/many-back' '%s/many.zip'", root, root,
-	    root), 0);
+	assert_int_equal(sh("rm -rf '%s/many' '%s/many.zip'", root, root), 0);
 }
 
 /* An entry over 4 GiB (sparse, so cheap on disk): ZIP64 sizes. */

@@ -14,6 +14,7 @@
 #include "runner/commands.h"
 #include "runner/config.h"
 #include "runner/log.h"
+#include "runner/metrics.h"
 #include "runner/xmalloc.h"
 
 bool cmd_log_level_given;
@@ -130,6 +131,8 @@ cmd_session_close(struct cmd_session *s)
 	uv_run(&s->loop, UV_RUN_DEFAULT);
 	if (uv_loop_close(&s->loop) != 0)
 		log_warnx("event loop closed with handles still open");
+	/* The HTTP layer counted into the process's metrics: nothing serves them here. */
+	metrics_reset();
 }
 
 char *

@@ -438,7 +438,6 @@ signal_watch(struct run *r, uv_signal_t *s, int signum)
 	uv_signal_start(s, on_signal, signum);
 }
 
-/* Shared by run and run-single: everything after the config is loaded. */
 /*
  * The binary the job scripts call for caches and artifacts: this one, by
  * the path the kernel knows, so a PATH without it or a relative argv[0]
@@ -457,6 +456,7 @@ self_path(void)
 	return xstrdup(buf);
 }
 
+/* Shared by run and run-single: everything after the config is loaded. */
 int
 cmd_run_daemon(struct run_options *o, struct config *cfg)
 {

@@ -34,11 +34,11 @@
 #include "runner/log.h"
 #include "runner/mkdirs.h"
 #include "runner/mask.h"
-#include "runner/transfers.h"
 #include "runner/metrics.h"
 #include "runner/script.h"
 #include "runner/trace.h"
 #include "runner/trace_log.h"
+#include "runner/transfers.h"
 #include "runner/vars.h"
 #include "runner/version.h"
 #include "runner/xmalloc.h"
@@ -105,8 +105,8 @@ struct job {
 	struct job_prep		 prep;		/* variables, settings, directories */
 	struct script_job	 sj;		/* what every stage's text is made from */
 	struct script_var	*svars;		/* prep's variables as script.c takes them */
-	struct transfers	 transfers;	/* caches, artifacts, dependencies for sj */
 	size_t			 n_svars;
+	struct transfers	 transfers;	/* caches, artifacts, dependencies for sj */
 	char			*repo_url, *remote_url, *server_host, *ca_var_path;
 	bool			 user_phase;	/* the user steps were reached */
 	uv_timer_t		 stage_timer;
@@ -846,8 +846,10 @@ make_masker(const struct job *job)
 	size_t i, nx = 0;
 
 	job_vars_masked(&job->prep.vars, &phrases);
-	/* The job token is a secret whatever the variables say; so are the
-	 * tokens of the jobs whose artifacts this one downloads. */
+	/*
+	 * The job token is a secret whatever the variables say; so are the
+	 * tokens of the jobs whose artifacts this one downloads.
+	 */
 	strv_push(&phrases, job->payload->token);
 	for (i = 0; i < job->payload->n_dependencies; i++)
 		if (job->payload->dependencies[i].token != NULL)

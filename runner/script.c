@@ -44,7 +44,6 @@
 #define EXT_CONF	".gitlab-runner.ext.conf"
 #define TEMPLATE_DIR	"git-template"
 
-
 #define EXIT_CODE_CHECK	"_runner_exit_code=$?; if [ $_runner_exit_code -ne 0 ]; " \
 			"then exit $_runner_exit_code; fi\n"
 
@@ -746,12 +745,6 @@ void
 script_say(struct buf *b, const char *fmt, const char *text)
 {
 	say(b, fmt, text);
-}
-
-void
-script_path_word(struct buf *b, const char *dir, const char *name)
-{
-	path_word(b, dir, name);
 }
 
 void

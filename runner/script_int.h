@@ -16,8 +16,6 @@
 
 /* One runner message line: printf with fmt and text as its argument. */
 void	script_say(struct buf *b, const char *fmt, const char *text);
-/* A path word: dir[/name], made absolute against the starting $PWD. */
-void	script_path_word(struct buf *b, const char *dir, const char *name);
 /* The variable exports, then cd into the project directory. */
 void	script_prologue(struct buf *b, const struct script_job *j);
 

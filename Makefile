@@ -121,7 +121,7 @@ test: deps check-layering $(B)/runner $(A)/runner unit unit-asan tools
 
 # Module boundaries of design.md, checked: api/ and executors/ never include
 # runner/ internals (leaf utilities excepted) nor each other.
-LEAF_HEADERS := runner/buf.h|runner/xmalloc.h|runner/log.h|runner/clock.h|runner/rand.h|runner/backoff.h|runner/duration.h|runner/strv.h|runner/version.h|runner/metrics.h|runner/mkdirs.h
+LEAF_HEADERS := runner/buf.h|runner/xmalloc.h|runner/log.h|runner/clock.h|runner/rand.h|runner/backoff.h|runner/duration.h|runner/strv.h|runner/version.h|runner/metrics.h|runner/mkdirs.h|runner/fdio.h
 check-layering:
 	@bad=$$(grep -nE '#include "(runner|executors)/' api/*.[ch] 2>/dev/null | grep -vE '"($(LEAF_HEADERS))"'; \
 	       grep -nE '#include "(runner|api)/' executors/*.[ch] 2>/dev/null | grep -vE '"($(LEAF_HEADERS)|api/http.h)"'; \

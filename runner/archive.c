@@ -17,6 +17,7 @@
 
 #include "runner/archive.h"
 #include "runner/archive_impl.h"
+#include "runner/fdio.h"
 #include "runner/xmalloc.h"
 
 static const struct {
@@ -111,24 +112,6 @@ arc_errf(char *err, size_t errlen, const char *entry, const char *fmt, ...)
 }
 
 int
-arc_write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-	ssize_t w;
-
-	while (n > 0) {
-		if ((w = write(fd, c, n)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-int
 arc_open_regular(const char *dir, const char *rel, struct stat *sb,
     const char *why, char *err, size_t errlen)
 {
@@ -216,7 +199,7 @@ pump(int in, int out, z_stream *z, const char *rel, uint64_t *bytes,
 		}
 		*bytes += (uint64_t)n;
 		if (z == NULL) {
-			if (arc_write_all(out, ibuf, (size_t)n) == -1)
+			if (fd_write_all(out, ibuf, (size_t)n) == -1)
 				goto write_failed;
 			continue;
 		}
@@ -230,7 +213,7 @@ pump(int in, int out, z_stream *z, const char *rel, uint64_t *bytes,
 				arc_errf(err, errlen, rel, "deflate failed");
 				goto out;
 			}
-			if (arc_write_all(out, obuf, ARC_CHUNK - z->avail_out) == -1)
+			if (fd_write_all(out, obuf, ARC_CHUNK - z->avail_out) == -1)
 				goto write_failed;
 		} while (z->avail_out == 0);
 	} while (n > 0);

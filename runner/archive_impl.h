@@ -25,9 +25,6 @@
 void	arc_errf(char *err, size_t errlen, const char *entry, const char *fmt, ...)
 	    __attribute__((format(printf, 4, 5)));
 
-/* write(2) until everything is written; -1 with errno on failure. */
-int	arc_write_all(int fd, const void *p, size_t n);
-
 /*
  * Open dir/rel for reading if it is a regular file, filling *sb; -1 with
  * err naming rel otherwise.  Symlinks are not followed and a FIFO does not

@@ -29,6 +29,7 @@
 #include "runner/clock.h"
 #include "runner/commands.h"
 #include "runner/duration.h"
+#include "runner/fdio.h"
 #include "runner/log.h"
 #include "runner/rand.h"
 #include "runner/strv.h"
@@ -179,23 +180,6 @@ quoted(struct buf *b, const char *s)
 	buf_putc(b, '"');
 }
 
-static int
-write_all(int fd, const char *p, size_t len)
-{
-	ssize_t n;
-
-	while (len > 0) {
-		if ((n = write(fd, p, len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /*
  * The whole multipart body into fd: head, archive, tail.  Returns its
  * length, or -1 (logged).
@@ -218,7 +202,7 @@ write_body(int fd, const char *boundary, const char *filename, enum archive_form
 	    boundary);
 	quoted(&head, filename);
 	buf_puts(&head, "\r\nContent-Type: application/octet-stream\r\n\r\n");
-	rc = write_all(fd, head.ptr, head.len);
+	rc = fd_write_all(fd, head.ptr, head.len);
 	buf_release(&head);
 	if (rc == -1) {
 		log_error("cannot write the upload body: %s", strerror(errno));
@@ -229,7 +213,7 @@ write_body(int fd, const char *boundary, const char *filename, enum archive_form
 		return -1;
 	}
 	tail = xasprintf("\r\n--%s--\r\n", boundary);
-	if (lseek(fd, 0, SEEK_END) == -1 || write_all(fd, tail, strlen(tail)) == -1) {
+	if (lseek(fd, 0, SEEK_END) == -1 || fd_write_all(fd, tail, strlen(tail)) == -1) {
 		log_error("cannot write the upload body: %s", strerror(errno));
 		free(tail);
 		return -1;

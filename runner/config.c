@@ -25,6 +25,7 @@
 #include "runner/buf.h"
 #include "runner/config.h"
 #include "runner/duration.h"
+#include "runner/fdio.h"
 #include "runner/log.h"
 #include "runner/mkdirs.h"
 #include "runner/xmalloc.h"
@@ -982,23 +983,6 @@ config_dir(const struct config *cfg)
 	return dir;
 }
 
-static int
-write_all(int fd, const char *p, size_t len)
-{
-	ssize_t n;
-
-	while (len > 0) {
-		n = write(fd, p, len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int
 config_save(const struct config *cfg, char **cause)
 {
@@ -1038,7 +1022,7 @@ config_save(const struct config *cfg, char **cause)
 		tmp = NULL;
 		goto fail;
 	}
-	if (fchmod(fd, 0600) == -1 || write_all(fd, out.ptr, out.len) == -1 ||
+	if (fchmod(fd, 0600) == -1 || fd_write_all(fd, out.ptr, out.len) == -1 ||
 	    fsync(fd) == -1) {
 		*cause = xasprintf("cannot save %s: %s", cfg->path, strerror(errno));
 		goto fail;

@@ -1,0 +1,13 @@
+/*
+ * Whole writes to a file descriptor: write(2) may write less than asked,
+ * and a signal may interrupt it.
+ */
+#ifndef RUNNER_FDIO_H
+#define RUNNER_FDIO_H
+
+#include <stddef.h>
+
+/* Write all n bytes of p; 0, or -1 with errno set. */
+int	fd_write_all(int fd, const void *p, size_t n);
+
+#endif

@@ -15,6 +15,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,30 @@ write_cache(const char *file, char *const *files)
 	return rc;
 }
 
+/*
+ * gitlab-runner's isFileChanged: an existing cache at least as new as
+ * every file it would take is kept as it is, so a job that restored a
+ * cache and changed nothing does not rewrite it.
+ */
+static bool
+cache_up_to_date(const char *file, char *const *files)
+{
+	struct stat ab, sb;
+	size_t i;
+
+	if (stat(file, &ab) == -1)
+		return false;
+	for (i = 0; files[i] != NULL; i++) {
+		if (lstat(files[i], &sb) == -1)
+			return false;
+		if (sb.st_mtim.tv_sec > ab.st_mtim.tv_sec ||
+		    (sb.st_mtim.tv_sec == ab.st_mtim.tv_sec &&
+		    sb.st_mtim.tv_nsec > ab.st_mtim.tv_nsec))
+			return false;
+	}
+	return true;
+}
+
 static int
 remote_unsupported(const char *cmd)
 {
@@ -151,6 +176,11 @@ cmd_cache_archiver(int argc, char **argv)
 		goto out;
 	if (files.n == 0) {
 		log_warnx("No files to cache.");
+		rc = 0;
+		goto out;
+	}
+	if (cache_up_to_date(file, files.v)) {
+		log_info("Archive is up to date!");
 		rc = 0;
 		goto out;
 	}

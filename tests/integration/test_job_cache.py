@@ -50,6 +50,21 @@ def test_a_cache_saved_by_one_job_is_restored_by_the_next(gitlab, daemons, tmp_p
     assert "RESTORED cached 600" in log
     assert "Not uploading cache deps-main due to policy" in log
 
+    # pull-push, nothing changed: the cache is not written again.
+    before = archive.stat()
+    third = run(gitlab, daemons, tmp_path, cache_dir, "c", name="deps", script=SHOW,
+                cache=[{"key": "deps-$CI_COMMIT_REF_NAME", "paths": ["vendor/"]}])
+    assert "RESTORED cached 600" in third.log_text, third.log_text
+    assert "Archive is up to date!" in third.log_text
+    after = archive.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    # A changed file: written again.
+    fourth = run(gitlab, daemons, tmp_path, cache_dir, "d", name="deps",
+                 script=SHOW + ["echo new > vendor/deep/lib.txt"],
+                 cache=[{"key": "deps-$CI_COMMIT_REF_NAME", "paths": ["vendor/"]}])
+    assert "Archive is up to date!" not in fourth.log_text, fourth.log_text
+    assert archive.stat().st_ino != before.st_ino
+
 
 def test_default_key_fallback_keys_and_cache_fallback_key(gitlab, daemons, tmp_path):
     cache_dir = tmp_path / "cache"

@@ -290,6 +290,8 @@ send_upload(const struct upload_opts *o, const char *token, int fd, off_t len,
 	case API_ARTIFACT_FORBIDDEN:
 		log_error("%s forbidden  id=%" PRId64 " responseStatus=%s token=%s", prefix,
 		    o->id, t.message, short_tok);
+		log_error("GitLab refused the job token: the job is no longer running, or "
+		    "artifacts are disabled for this project: not retried");
 		break;
 	default:
 		log_error("%s failed  id=%" PRId64 " responseStatus=%s token=%s", prefix,

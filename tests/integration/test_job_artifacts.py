@@ -308,3 +308,12 @@ def test_helpers_refuse_a_token_on_the_command_line_and_bad_flags(tmp_path):
     assert r.returncode == 2 and '--timeout: "soon" is not a duration' in r.stderr, r
     r = helper(["cache-extractor"], tmp_path)
     assert r.returncode == 2 and "Missing --file" in r.stderr, r
+
+
+def test_403_is_not_retried_and_says_why(gitlab, daemons, tmp_path):
+    gitlab.script("POST", UPLOAD, times=1, status=403)
+    job = run_one(gitlab, daemons, tmp_path, script=["echo x > a.txt"],
+                  artifacts=[{"paths": ["a.txt"]}])
+    assert job.status == "failed", job.log_text
+    assert len(gitlab.artifact_uploads(job)) == 1
+    assert "GitLab refused the job token" in job.log_text

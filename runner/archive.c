@@ -190,7 +190,7 @@ pump(int in, int out, z_stream *z, const char *rel, uint64_t *bytes,
 	int rc = -1, zrc = Z_OK, flush;
 	ssize_t n;
 
-	do {
+	for (;;) {
 		if ((n = read(in, ibuf, ARC_CHUNK)) == -1) {
 			if (errno == EINTR)
 				continue;
@@ -199,24 +199,26 @@ pump(int in, int out, z_stream *z, const char *rel, uint64_t *bytes,
 		}
 		*bytes += (uint64_t)n;
 		if (z == NULL) {
-			if (fd_write_all(out, ibuf, (size_t)n) == -1)
+			if (n > 0 && fd_write_all(out, ibuf, (size_t)n) == -1)
 				goto write_failed;
-			continue;
+		} else {
+			flush = n == 0 ? Z_FINISH : Z_NO_FLUSH;
+			z->next_in = ibuf;
+			z->avail_in = (uInt)n;
+			do {
+				z->next_out = obuf;
+				z->avail_out = ARC_CHUNK;
+				if ((zrc = deflate(z, flush)) == Z_STREAM_ERROR) {
+					arc_errf(err, errlen, rel, "deflate failed");
+					goto out;
+				}
+				if (fd_write_all(out, obuf, ARC_CHUNK - z->avail_out) == -1)
+					goto write_failed;
+			} while (z->avail_out == 0);
 		}
-		flush = n == 0 ? Z_FINISH : Z_NO_FLUSH;
-		z->next_in = ibuf;
-		z->avail_in = (uInt)n;
-		do {
-			z->next_out = obuf;
-			z->avail_out = ARC_CHUNK;
-			if ((zrc = deflate(z, flush)) == Z_STREAM_ERROR) {
-				arc_errf(err, errlen, rel, "deflate failed");
-				goto out;
-			}
-			if (fd_write_all(out, obuf, ARC_CHUNK - z->avail_out) == -1)
-				goto write_failed;
-		} while (z->avail_out == 0);
-	} while (n > 0);
+		if (n == 0)
+			break;
+	}
 	if (z != NULL && zrc != Z_STREAM_END) {
 		arc_errf(err, errlen, rel, "deflate did not finish");
 		goto out;

@@ -668,9 +668,9 @@ copy_data(struct extract *x, struct archive *r, struct archive *w, const char *r
  * SECURE_NOABSOLUTEPATHS cannot be asked for; pass 1 refused absolute
  * names.  SECURE_SYMLINKS refuses to write through any symlink, one in the
  * destination before we came included.  No EXTRACT_OWNER: files belong to
- * whoever runs the job.
+ * whoever runs the job.  SPARSE: runs of zeros become holes, as a sparse
+ * file was before it was archived.
  */
-/* SPARSE: runs of zeros become holes, as the files were before archiving. */
 #define EXTRACT_FLAGS	(ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | \
 	ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS | \
 	ARCHIVE_EXTRACT_UNLINK | ARCHIVE_EXTRACT_SPARSE)

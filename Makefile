@@ -4,6 +4,8 @@
 #   make test         every test: unit tests plain and under ASan+UBSan,
 #                     then the integration tests; ends with "N passed, N failed"
 #   make demo         the main job end to end against the bundled GitLab double
+#   make bench       benchmarks against the GitLab double (B=id for one;
+#                     see BENCHMARKS.md); prints figures, never fails for slowness
 #   make fuzz         the TOML parser under libFuzzer for FUZZ_SECONDS (60)
 #
 # Targets that need Debian packages install the missing ones first
@@ -29,7 +31,10 @@ SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
 	     -fno-omit-frame-pointer
 LIBS	= $(PKG_LIBS) -lm
 
-B	:= build
+# `make bench B=mask` names a scenario; B is also the build directory, so
+# take the command line's value for the benchmarks and keep B the directory.
+BENCH_ID := $(if $(filter command line,$(origin B)),$(B))
+override B := build
 A	:= build/asan
 
 # Everything but main.c goes into a library that the binary, the unit
@@ -45,7 +50,7 @@ UNIT_BIN_ASAN	:= $(UNIT_SRC:tests/unit/%.c=$(A)/tests/%)
 TOOL_BIN	:= $(TOOL_SRC:tests/tools/%.c=$(B)/tools/%)
 TOOL_BIN_ASAN	:= $(TOOL_SRC:tests/tools/%.c=$(A)/tools/%)
 
-.PHONY: all deps test unit unit-asan tools demo fuzz clean format check-layering FORCE
+.PHONY: all deps test unit unit-asan tools demo bench fuzz clean format check-layering FORCE
 
 # Test and tool objects are intermediates of pattern rules; keep them so a
 # second `make test` rebuilds nothing.
@@ -130,6 +135,10 @@ check-layering:
 
 demo: deps $(B)/runner
 	$(PYTHON) tests/demo.py
+
+# Not part of `test`: benchmarks measure, they assert nothing.
+bench: deps $(B)/runner tools
+	$(PYTHON) tests/bench/run.py $(BENCH_ID)
 
 FUZZ_SECONDS ?= 60
 FUZZ_SRC := runner/toml.c runner/toml_write.c runner/buf.c runner/xmalloc.c

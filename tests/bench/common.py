@@ -1,0 +1,67 @@
+"""What every scenario shares: paths, the figure record, /proc readers.
+
+A scenario module has ID, TITLE and run(work) -> list of figure() dicts;
+run.py prints and stores them.  Values are kept raw (every run) so the
+JSON can be read again without re-running.
+"""
+import os
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RUNNER = os.path.join(ROOT, "build", "runner")
+TOOLS = os.path.join(ROOT, "build", "tools")
+OUT = os.path.join(ROOT, "build", "bench")
+
+# The double and the daemon helpers live with the tests.
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+
+
+def figure(name, values, unit, anchor="—", goal="—", limit=None, limit_unit=None,
+           limit_what=None, note=None):
+    """One row: values are every run's measurement; limit likewise (or None)."""
+    values = [values] if isinstance(values, (int, float)) else list(values)
+    row = {"figure": name, "unit": unit, "values": values,
+           "median": statistics.median(values), "min": min(values), "max": max(values),
+           "anchor": anchor, "goal": goal, "limit": None}
+    if limit is not None:
+        limit = [limit] if isinstance(limit, (int, float)) else list(limit)
+        row["limit"] = {"what": limit_what, "unit": limit_unit or unit, "values": limit,
+                        "median": statistics.median(limit)}
+    if note:
+        row["note"] = note
+    return row
+
+
+def proc_status(pid, *keys):
+    """{key: KiB} from /proc/pid/status (VmRSS, RssAnon, VmHWM...); {} once gone."""
+    out = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k in keys:
+                    out[k] = int(v.split()[0])
+    except (FileNotFoundError, ProcessLookupError):
+        return {}
+    return out
+
+
+def cpu_seconds(pid):
+    """utime + stime of pid in seconds (fields 14 and 15 of /proc/pid/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_for(predicate, timeout, what, interval=0.001):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise RuntimeError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)

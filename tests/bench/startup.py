@@ -1,0 +1,77 @@
+"""startup: exec of `runner run` to its first POST /jobs/request; binary size.
+
+Both the runner and the limit (/bin/true) are spawned by this Python with
+subprocess.Popen, so the fork+exec cost of a big parent is in both: the
+difference is what the runner itself spends before asking for a job.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+from common import OUT, RUNNER, figure, wait_for
+
+ID = "startup"
+TITLE = "exec to first job request; binary size"
+RUNS = 10
+
+
+def _spawn_true():
+    t0 = time.monotonic()
+    subprocess.Popen(["/bin/true"]).wait()
+    return time.monotonic() - t0
+
+
+def _first_request(gitlab, cfg, work):
+    before = len(gitlab.requests_for("POST", r"/jobs/request$"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")}
+    env.pop("CONFIG_FILE", None)
+    t0 = time.monotonic()
+    p = subprocess.Popen([RUNNER, "run", "-c", cfg, "-d", work], env=env,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        reqs = wait_for(lambda: gitlab.requests_for("POST", r"/jobs/request$")[before:],
+                        10, "the first job request")
+        return reqs[0].time - t0     # the double stamps requests with time.monotonic()
+    finally:
+        p.send_signal(signal.SIGQUIT)
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def run(work):
+    from daemon_helpers import config_text, entry, new_token
+    from gitlab_double import GitLabDouble
+
+    gitlab = GitLabDouble().start()
+    try:
+        r = gitlab.add_runner(token=new_token())
+        cfg = os.path.join(work, "config.toml")
+        with open(cfg, "w") as f:
+            f.write(config_text([entry(gitlab, r, "bench")]))
+        _first_request(gitlab, cfg, work)           # warm the page cache
+        ours = [_first_request(gitlab, cfg, work) * 1e3 for _ in range(RUNS)]
+    finally:
+        gitlab.stop()
+    spawn = [_spawn_true() * 1e3 for _ in range(RUNS)]
+
+    os.makedirs(OUT, exist_ok=True)
+    stripped = os.path.join(OUT, "runner.stripped")
+    if shutil.which("strip"):
+        subprocess.run(["strip", "-o", stripped, RUNNER], check=True)
+    else:
+        stripped = None
+    rows = [figure("exec to first POST /jobs/request", ours, "ms", anchor="—", goal="≤ 50 ms",
+                   limit=spawn, limit_what="Popen(/bin/true) until exit")]
+    rows.append(figure("binary size (build/runner, -O2 -g)", os.path.getsize(RUNNER) / 2**20,
+                       "MiB", anchor="56 MB"))
+    if stripped:
+        rows.append(figure("binary size, stripped", os.path.getsize(stripped) / 2**20, "MiB",
+                           anchor="56 MB", goal="≤ 1 MiB"))
+    return rows

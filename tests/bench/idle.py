@@ -68,7 +68,7 @@ def _idle(work, n):
         figure(f"VmRSS, {tag}", last["VmRSS"] / 1024, "MiB", anchor="32–50 MB",
                goal="≤ 14 MiB" if one else "—",
                note=f"{WINDOW} s, not the issue's 60 s; the double holds {LONG_POLL} s, not "
-                    "GitLab's 50 s; CPU is counted in 10 ms clock ticks" if one else None),
+                    "GitLab's 50 s" if one else None),
         figure(f"RssAnon, {tag}", last["RssAnon"] / 1024, "MiB",
                goal="≤ 4 MiB" if one else "—"),
         figure(f"VmRSS growth {SETTLE}..{WINDOW} s, {tag}",

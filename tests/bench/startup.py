@@ -8,7 +8,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 
 from common import OUT, RUNNER, figure, wait_for

@@ -4,7 +4,7 @@
 #   make test         every test: unit tests plain and under ASan+UBSan,
 #                     then the integration tests; ends with "N passed, N failed"
 #   make demo         the main job end to end against the bundled GitLab double
-#   make bench       benchmarks against the GitLab double (B=id for one;
+#   make bench        benchmarks against the GitLab double (B=id for one;
 #                     see BENCHMARKS.md); prints figures, never fails for slowness
 #   make fuzz         the TOML parser under libFuzzer for FUZZ_SECONDS (60)
 #
@@ -31,10 +31,8 @@ SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
 	     -fno-omit-frame-pointer
 LIBS	= $(PKG_LIBS) -lm
 
-# `make bench B=mask` names a scenario; B is also the build directory, so
-# take the command line's value for the benchmarks and keep B the directory.
-BENCH_ID := $(if $(filter command line,$(origin B)),$(B))
-override B := build
+# B is free for `make bench B=<scenario>`, as the benchmarks issue asks.
+BUILD	:= build
 A	:= build/asan
 
 # Everything but main.c goes into a library that the binary, the unit
@@ -43,48 +41,48 @@ LIB_SRC		:= $(sort $(filter-out runner/main.c,$(wildcard runner/*.c api/*.c exec
 UNIT_SRC	:= $(sort $(wildcard tests/unit/test_*.c))
 TOOL_SRC	:= $(sort $(wildcard tests/tools/*.c))
 
-LIB_OBJ		:= $(LIB_SRC:%.c=$(B)/obj/%.o)
+LIB_OBJ		:= $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LIB_OBJ_ASAN	:= $(LIB_SRC:%.c=$(A)/obj/%.o)
-UNIT_BIN	:= $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+UNIT_BIN	:= $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 UNIT_BIN_ASAN	:= $(UNIT_SRC:tests/unit/%.c=$(A)/tests/%)
-TOOL_BIN	:= $(TOOL_SRC:tests/tools/%.c=$(B)/tools/%)
+TOOL_BIN	:= $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 TOOL_BIN_ASAN	:= $(TOOL_SRC:tests/tools/%.c=$(A)/tools/%)
 
 .PHONY: all deps test unit unit-asan tools demo bench fuzz clean format check-layering FORCE
 
 # Test and tool objects are intermediates of pattern rules; keep them so a
 # second `make test` rebuilds nothing.
-.SECONDARY: $(UNIT_SRC:%.c=$(B)/obj/%.o) $(UNIT_SRC:%.c=$(A)/obj/%.o) \
-	    $(TOOL_SRC:%.c=$(B)/obj/%.o) $(TOOL_SRC:%.c=$(A)/obj/%.o)
+.SECONDARY: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_SRC:%.c=$(A)/obj/%.o) \
+	    $(TOOL_SRC:%.c=$(BUILD)/obj/%.o) $(TOOL_SRC:%.c=$(A)/obj/%.o)
 
-all: $(B)/runner
+all: $(BUILD)/runner
 
 # Runs apt-get only when a package is missing; cheap otherwise.
 deps:
 	@packaging/install-deps.sh
 
-$(B)/obj/%.o: %.c | $(B)/.deps-ok
+$(BUILD)/obj/%.o: %.c | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(A)/obj/%.o: %.c | $(B)/.deps-ok
+$(A)/obj/%.o: %.c | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -c $< -o $@
 
 # The revision changes with every commit; only version.o sees it.
-$(B)/obj/runner/version.o $(A)/obj/runner/version.o: ALL_CFLAGS += \
+$(BUILD)/obj/runner/version.o $(A)/obj/runner/version.o: ALL_CFLAGS += \
 	-DRUNNER_VERSION='"$(VERSION)"' -DRUNNER_REVISION='"$(REVISION)"'
-$(B)/obj/runner/version.o $(A)/obj/runner/version.o: $(B)/REVISION
-$(B)/REVISION: FORCE
-	@mkdir -p $(B)
+$(BUILD)/obj/runner/version.o $(A)/obj/runner/version.o: $(BUILD)/REVISION
+$(BUILD)/REVISION: FORCE
+	@mkdir -p $(BUILD)
 	@echo '$(VERSION) $(REVISION)' | cmp -s - $@ || echo '$(VERSION) $(REVISION)' > $@
 FORCE:
 
-$(B)/.deps-ok: packaging/install-deps.sh
+$(BUILD)/.deps-ok: packaging/install-deps.sh
 	@packaging/install-deps.sh
-	@mkdir -p $(B) && touch $@
+	@mkdir -p $(BUILD) && touch $@
 
-$(B)/librunner.a: $(LIB_OBJ)
+$(BUILD)/librunner.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
@@ -93,13 +91,13 @@ $(A)/librunner.a: $(LIB_OBJ_ASAN)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/runner: $(B)/obj/runner/main.o $(B)/librunner.a
+$(BUILD)/runner: $(BUILD)/obj/runner/main.o $(BUILD)/librunner.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LIBS)
 
 $(A)/runner: $(A)/obj/runner/main.o $(A)/librunner.a
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LIBS)
 
-$(B)/tests/%: $(B)/obj/tests/unit/%.o $(B)/librunner.a
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/librunner.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ -lcmocka $(LIBS)
 
@@ -107,7 +105,7 @@ $(A)/tests/%: $(A)/obj/tests/unit/%.o $(A)/librunner.a
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN_FLAGS) -o $@ $^ -lcmocka $(LIBS)
 
-$(B)/tools/%: $(B)/obj/tests/tools/%.o $(B)/librunner.a
+$(BUILD)/tools/%: $(BUILD)/obj/tests/tools/%.o $(BUILD)/librunner.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LIBS)
 
@@ -121,7 +119,7 @@ tools: $(TOOL_BIN) $(TOOL_BIN_ASAN)
 
 # Everything the test driver runs, then the driver.  RUNNER_SHARED_DIR
 # tells the tests where ../shared (toml-test, config samples) is.
-test: deps check-layering $(B)/runner $(A)/runner unit unit-asan tools
+test: deps check-layering $(BUILD)/runner $(A)/runner unit unit-asan tools
 	RUNNER_SHARED_DIR=$(SHARED) $(PYTHON) tests/run_tests.py
 
 # Module boundaries of design.md, checked: api/ and executors/ never include
@@ -133,29 +131,29 @@ check-layering:
 	       grep -nE '#include "(api|executors)/' $(subst |, ,$(LEAF_HEADERS)) $(patsubst %.h,%.c,$(subst |, ,$(LEAF_HEADERS))) 2>/dev/null); \
 	if [ -n "$$bad" ]; then echo "layering violation:"; echo "$$bad"; exit 1; fi
 
-demo: deps $(B)/runner
+demo: deps $(BUILD)/runner
 	$(PYTHON) tests/demo.py
 
 # Not part of `test`: benchmarks measure, they assert nothing.
-bench: deps $(B)/runner tools
-	$(PYTHON) tests/bench/run.py $(BENCH_ID)
+bench: deps $(BUILD)/runner tools
+	$(PYTHON) tests/bench/run.py $(B)
 
 FUZZ_SECONDS ?= 60
 FUZZ_SRC := runner/toml.c runner/toml_write.c runner/buf.c runner/xmalloc.c
 fuzz: deps
-	@mkdir -p $(B)/fuzz/corpus
+	@mkdir -p $(BUILD)/fuzz/corpus
 	clang $(CSTD) $(WARN) -I. -g -O1 -fsanitize=fuzzer,address,undefined \
-	    -o $(B)/fuzz/fuzz_toml tests/fuzz/fuzz_toml.c $(FUZZ_SRC) -lm
+	    -o $(BUILD)/fuzz/fuzz_toml tests/fuzz/fuzz_toml.c $(FUZZ_SRC) -lm
 	@if [ -d $(SHARED)/toml-test ]; then \
 	    find $(SHARED)/toml-test $(SHARED)/config-samples -name '*.toml' \
-	        -exec cp {} $(B)/fuzz/corpus/ \; ; fi
-	$(B)/fuzz/fuzz_toml -max_total_time=$(FUZZ_SECONDS) -max_len=8192 \
-	    -timeout=5 -print_final_stats=1 $(B)/fuzz/corpus
+	        -exec cp {} $(BUILD)/fuzz/corpus/ \; ; fi
+	$(BUILD)/fuzz/fuzz_toml -max_total_time=$(FUZZ_SECONDS) -max_len=8192 \
+	    -timeout=5 -print_final_stats=1 $(BUILD)/fuzz/corpus
 
 format:
 	clang-format -i runner/*.[ch] api/*.[ch] executors/*.[ch] tests/unit/*.c tests/tools/*.c 2>/dev/null || true
 
 clean:
-	rm -rf $(B)
+	rm -rf $(BUILD)
 
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -88,6 +88,10 @@ struct trace_log {
 
 	struct masker	*masker[TL_NSTREAMS];
 	struct buf	 mbuf;		/* masker output of one call */
+
+	/* "2026-08-21T10:15:02." of ts_sec: a second's lines share it. */
+	int64_t		 ts_sec;
+	char		 ts_date[21];
 };
 
 /* File stage. */
@@ -198,7 +202,11 @@ tl_now(struct trace_log *t)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* "2026-08-21T10:15:02.123456Z 01O " and the '+' flag is used up. */
+/*
+ * "2026-08-21T10:15:02.123456Z 01O " and the '+' flag is used up.  Every
+ * line gets one, so the date is formatted once a second and the rest by
+ * hand: snprintf and gmtime_r per line were a quarter of the log path.
+ */
 static void
 ts_header(struct trace_log *t, enum trace_stream s, char out[TS_HDRLEN + 1])
 {
@@ -207,19 +215,34 @@ ts_header(struct trace_log *t, enum trace_stream s, char out[TS_HDRLEN + 1])
 	time_t		 tt;
 	struct tm	 tm;
 	char		 tmp[64];
+	int		 i;
 
 	if (frac < 0) {
 		frac += 1000000;
 		sec--;
 	}
-	tt = (time_t)sec;
-	if (gmtime_r(&tt, &tm) == NULL)
-		memset(&tm, 0, sizeof tm);
-	snprintf(tmp, sizeof tmp, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ %02x%c%c",
-	    (tm.tm_year + 1900) % 10000, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-	    tm.tm_min, tm.tm_sec, (int)frac, s == TRACE_RUNNER ? 0 : 1,
-	    s == TRACE_STDERR ? 'E' : 'O', t->ts[s].cont ? '+' : ' ');
-	memcpy(out, tmp, TS_HDRLEN);
+	if (sec != t->ts_sec || t->ts_date[0] == '\0') {
+		tt = (time_t)sec;
+		if (gmtime_r(&tt, &tm) == NULL)
+			memset(&tm, 0, sizeof tm);
+		snprintf(tmp, sizeof tmp, "%04d-%02d-%02dT%02d:%02d:%02d.",
+		    (tm.tm_year + 1900) % 10000, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		    tm.tm_min, tm.tm_sec);
+		memcpy(t->ts_date, tmp, 20);
+		t->ts_date[20] = '\0';
+		t->ts_sec = sec;
+	}
+	memcpy(out, t->ts_date, 20);
+	for (i = 25; i >= 20; i--) {
+		out[i] = (char)('0' + frac % 10);
+		frac /= 10;
+	}
+	out[26] = 'Z';
+	out[27] = ' ';
+	out[28] = '0';
+	out[29] = s == TRACE_RUNNER ? '0' : '1';
+	out[30] = s == TRACE_STDERR ? 'E' : 'O';
+	out[31] = t->ts[s].cont ? '+' : ' ';
 	out[TS_HDRLEN] = '\0';
 	t->ts[s].cont = 0;
 }

@@ -75,7 +75,8 @@ struct trace_log {
 	int64_t		(*now_us)(void);
 
 	uint64_t	 size;		/* bytes kept: file + wbuf */
-	uint32_t	 crc;
+	uint32_t	 crc;		/* of the file and wbuf's first crc_done bytes */
+	size_t		 crc_done;
 	uint64_t	 flushed;	/* bytes in the file */
 	char		*wbuf;
 	size_t		 wlen;
@@ -111,6 +112,12 @@ tl_flush(struct trace_log *t)
 	ssize_t	 n;
 	int	 rc = 0;
 
+	/* The crc goes over whole buffers: per line, zlib's call cost dominated. */
+	if (t->wlen > t->crc_done) {
+		t->crc = (uint32_t)crc32(t->crc, (const Bytef *)t->wbuf + t->crc_done,
+		    (uInt)(t->wlen - t->crc_done));
+		t->crc_done = t->wlen;
+	}
 	while (off < t->wlen) {
 		n = pwrite(t->fd, t->wbuf + off, t->wlen - off,
 		    (off_t)(t->flushed + off));
@@ -129,6 +136,7 @@ tl_flush(struct trace_log *t)
 	t->flushed += off;
 	memmove(t->wbuf, t->wbuf + off, t->wlen - off);
 	t->wlen -= off;
+	t->crc_done -= off;
 	return rc;
 }
 
@@ -153,7 +161,6 @@ tl_store(struct trace_log *t, const char *p, size_t n)
 			k = n;
 		memcpy(t->wbuf + t->wlen, p, k);
 		t->wlen += k;
-		t->crc = (uint32_t)crc32(t->crc, (const Bytef *)p, (uInt)k);
 		t->size += k;
 		p += k;
 		n -= k;
@@ -661,7 +668,10 @@ trace_log_size(const struct trace_log *t)
 uint32_t
 trace_log_crc32(const struct trace_log *t)
 {
-	return t->crc;
+	if (t->wlen == t->crc_done)
+		return t->crc;
+	return (uint32_t)crc32(t->crc, (const Bytef *)t->wbuf + t->crc_done,
+	    (uInt)(t->wlen - t->crc_done));
 }
 
 bool

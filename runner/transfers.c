@@ -114,30 +114,6 @@ sha256_hex(const char *s)
 	return hex;
 }
 
-/* The project's part of the cache path: its path without "", "." or "..". */
-static char *
-project_part(const struct api_job *job)
-{
-	const char *path = job->job_info.project_full_path;
-	char *copy, *part, *save = NULL;
-	struct buf b;
-
-	buf_init(&b, BUF_UNLIMITED);
-	copy = xstrdup(path != NULL ? path : "");
-	for (part = strtok_r(copy, "/", &save); part != NULL; part = strtok_r(NULL, "/", &save)) {
-		if (strcmp(part, ".") == 0 || strcmp(part, "..") == 0)
-			continue;
-		if (b.len > 0)
-			buf_putc(&b, '/');
-		buf_puts(&b, part);
-	}
-	free(copy);
-	if (b.len == 0)
-		buf_printf(&b, "project-%lld", (long long)job->job_info.project_id);
-	buf_putc(&b, '\0');
-	return buf_detach(&b, NULL);
-}
-
 struct key_ctx {
 	struct transfers		*t;
 	const struct transfers_input	*in;
@@ -251,7 +227,8 @@ void
 transfers_make(struct transfers *t, const struct api_job *job, const struct job_vars *v,
     const struct transfers_input *in)
 {
-	char *project = project_part(job);
+	char *project = job_project_path(job->job_info.project_full_path,
+	    job->job_info.project_id);
 	size_t i;
 
 	memset(t, 0, sizeof(*t));

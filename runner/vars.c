@@ -763,13 +763,8 @@ is_under(const char *path, const char *root)
 	return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
-/*
- * project_full_path as a relative path that cannot leave its parent: empty
- * and "." parts dropped; a ".." part discards the whole path, as
- * gitlab-runner's ProjectSlug falls back to "project-<id>".
- */
-static char *
-project_path(const char *full, int64_t project_id)
+char *
+job_project_path(const char *full, int64_t project_id)
 {
 	struct buf b;
 	const char *p = full != NULL ? full : "", *end;
@@ -835,7 +830,7 @@ job_dirs_compute(struct job_dirs *d, const struct job_dirs_input *in,
 			return -1;
 		}
 	} else {
-		proj = project_path(in->project_full_path, in->project_id);
+		proj = job_project_path(in->project_full_path, in->project_id);
 		dir = xasprintf("%s%s%s/%d/%s%s", root,
 		    strcmp(root, "/") == 0 ? "" : "/",
 		    in->short_token != NULL ? in->short_token : "",

@@ -180,6 +180,15 @@ struct job_dirs_input {
  */
 int	job_dirs_compute(struct job_dirs *d, const struct job_dirs_input *in,
 	    char **error);
+
+/*
+ * project_full_path as a relative path that cannot leave its parent: empty
+ * and "." parts dropped; a ".." part discards the whole path, as
+ * gitlab-runner's ProjectSlug falls back to "project-<id>" ("project"
+ * without an id).  The builds and the cache directories both use it.
+ * Caller frees.
+ */
+char	*job_project_path(const char *full, int64_t project_id);
 void	job_dirs_release(struct job_dirs *d);
 
 /*

@@ -9,6 +9,7 @@ hostile archive is refused without leaving anything behind.
 import gzip
 import io
 import os
+import re
 import stat
 import subprocess
 import threading
@@ -54,6 +55,8 @@ def test_upload_then_a_later_job_downloads_the_same_files(gitlab, daemons, tmp_p
     assert build.status == "success", log
     assert "Uploading artifacts..." in log
     assert 'Uploading artifacts as "archive" to coordinator... 201 Created' in log
+    assert re.search(r"bin\.zip: 6 files and directories, [0-9.]+ (B|KiB) to send", log), log
+    assert re.search(r"Uploaded [0-9.]+ (B|KiB) in [0-9.]+ s \([0-9.]+ (B|KiB|MiB)/s\)", log), log
     ups = gitlab.artifact_uploads(build)
     assert len(ups) == 1 and ups[0].status == 201
     up = ups[0]
@@ -74,6 +77,7 @@ def test_upload_then_a_later_job_downloads_the_same_files(gitlab, daemons, tmp_p
     assert use.status == "success", log
     assert "Downloading artifacts for build (%d)..." % build.id in log
     assert "Downloading artifacts from coordinator... ok" in log
+    assert re.search(r"Downloaded [0-9.]+ (B|KiB) in [0-9.]+ s", log), log
     assert f"STAT tool 755 {MTIME} regular file" in log
     assert f"STAT sub/data.txt 640 {MTIME} regular file" in log
     assert "STAT link 777" in log and "symbolic link" in log

@@ -79,6 +79,7 @@ build(struct fixture *f, struct api_variable *pv, size_t n, bool hash)
 	f->job.runner_info.timeout = 3600;
 	f->job.job_info.name = "rspec";
 	f->job.job_info.project_full_path = "group/../proj";
+	f->job.job_info.project_id = 7;
 	f->job.git_info.ref = "main";
 	memset(&in, 0, sizeof(in));
 	in.short_token = "t";
@@ -130,8 +131,8 @@ test_cache_keys(void **state)
 	c = &f.t.caches[0];
 	assert_int_equal(c->n_keys, 2);
 	assert_string_equal(c->keys[0].key, "rspec/main");
-	/* The project path loses its ".." too: nothing escapes the cache dir. */
-	assert_string_equal(c->keys[0].file, "/c/group/proj/rspec/main/cache.zip");
+	/* A ".." in the project path gives "project-<id>", as for the builds dir. */
+	assert_string_equal(c->keys[0].file, "/c/project-7/rspec/main/cache.zip");
 	assert_string_equal(c->keys[1].key, "shared");
 	assert_true(c->pull && c->push);
 	assert_string_equal(c->when, "on_success");
@@ -175,7 +176,7 @@ test_fallback_protected(void **state)
 	build(&f, pv, 1, true);
 	assert_int_equal(f.t.caches[0].n_keys, 1);
 	/* FF_HASH_CACHE_KEYS: the directory is the key's SHA-256 (of "rspec/main"). */
-	assert_string_equal(f.t.caches[0].keys[0].file, "/c/group/proj/"
+	assert_string_equal(f.t.caches[0].keys[0].file, "/c/project-7/"
 	    "75967352976ca26564335068cc412ad9ba61259887f37f11af59e67c55aa6e36/cache.zip");
 	assert_int_equal(f.t.caches[0].warnings.n, 1);
 	assert_string_equal(f.t.caches[0].warnings.v[0],

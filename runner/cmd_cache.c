@@ -24,6 +24,7 @@
 
 #include "runner/archive.h"
 #include "runner/commands.h"
+#include "runner/fdio.h"
 #include "runner/log.h"
 #include "runner/mkdirs.h"
 #include "runner/strv.h"
@@ -33,19 +34,6 @@ static const char archiver_usage[] =
     "runner cache-archiver --file PATH [--path GLOB]... [--untracked] [--timeout MINUTES]";
 static const char extractor_usage[] =
     "runner cache-extractor --file PATH [--timeout MINUTES]";
-
-static void
-sync_dir_of(const char *path)
-{
-	char *copy = xstrdup(path);
-	int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
-
-	if (fd != -1) {
-		(void)fsync(fd);
-		close(fd);
-	}
-	free(copy);
-}
 
 /* The archive into tmp, then renamed over file: all or nothing. */
 static int
@@ -82,7 +70,7 @@ write_cache(const char *file, char *const *files)
 	else if (close(fd) == -1 || (fd = -1, rename(tmp, file) == -1))
 		log_error("cannot put the cache in place at %s: %s", file, strerror(errno));
 	else {
-		sync_dir_of(file);
+		(void)fd_sync_parent(file);
 		helper_size((unsigned long long)sb.st_size, size, sizeof(size));
 		log_info("%s: %" PRIu64 " files and directories, %s", file, st.entries, size);
 		rc = 0;

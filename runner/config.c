@@ -988,7 +988,7 @@ config_save(const struct config *cfg, char **cause)
 {
 	char *dir = NULL, *tmp = NULL, *target = NULL, *resolved;
 	struct buf out;
-	int fd = -1, dfd, rc;
+	int fd = -1, rc;
 
 	buf_init(&out, BUF_UNLIMITED);
 	if ((rc = toml_write(cfg->doc, &out)) != 0) {
@@ -1038,10 +1038,7 @@ config_save(const struct config *cfg, char **cause)
 		goto fail;
 	}
 	/* The rename itself must survive a crash too. */
-	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
-		fsync(dfd);
-		close(dfd);
-	}
+	(void)fd_sync_parent(target);
 	free(tmp);
 	free(dir);
 	free(target);

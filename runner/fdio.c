@@ -1,4 +1,8 @@
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "runner/fdio.h"
@@ -19,4 +23,22 @@ fd_write_all(int fd, const void *p, size_t n)
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+int
+fd_sync_parent(const char *path)
+{
+	char *copy = strdup(path);
+	int fd, rc = -1, saved;
+
+	if (copy == NULL)
+		return -1;
+	if ((fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
+		rc = fsync(fd);
+		saved = errno;
+		close(fd);
+		errno = saved;
+	}
+	free(copy);
+	return rc;
 }

@@ -1,6 +1,7 @@
 /*
- * Whole writes to a file descriptor: write(2) may write less than asked,
- * and a signal may interrupt it.
+ * Whole writes to a file descriptor (write(2) may write less than asked,
+ * and a signal may interrupt it), and the directory sync that makes a
+ * temp-file-then-rename update durable.
  */
 #ifndef RUNNER_FDIO_H
 #define RUNNER_FDIO_H
@@ -9,5 +10,10 @@
 
 /* Write all n bytes of p; 0, or -1 with errno set. */
 int	fd_write_all(int fd, const void *p, size_t n);
+/*
+ * fsync the directory holding path, so that a rename into it survives a
+ * crash as the file's own fsync does; 0, or -1 with errno set.
+ */
+int	fd_sync_parent(const char *path);
 
 #endif

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "runner/buf.h"
+#include "runner/fdio.h"
 #include "runner/journal.h"
 #include "runner/toml.h"
 #include "runner/xmalloc.h"
@@ -64,8 +65,6 @@ journal_write(const char *path, const struct journal_entry *e, char **cause)
 	char *tmp = xasprintf("%s.XXXXXX", path);
 	struct buf out;
 	int fd = -1, rc = -1;
-	size_t off = 0;
-	ssize_t n;
 
 	put_int(doc, "job_id", e->job_id);
 	put_string(doc, "job_token", e->job_token);
@@ -91,12 +90,9 @@ journal_write(const char *path, const struct journal_entry *e, char **cause)
 		*cause = xasprintf("cannot write %s: %s", path, strerror(errno));
 		goto out;
 	}
-	while (off < out.len) {
-		if ((n = write(fd, out.ptr + off, out.len - off)) <= 0) {
-			*cause = xasprintf("cannot write %s: %s", path, strerror(errno));
-			goto out;
-		}
-		off += (size_t)n;
+	if (fd_write_all(fd, out.ptr, out.len) == -1) {
+		*cause = xasprintf("cannot write %s: %s", path, strerror(errno));
+		goto out;
 	}
 	if (fsync(fd) != 0 || close(fd) != 0) {
 		fd = -1;
@@ -108,6 +104,8 @@ journal_write(const char *path, const struct journal_entry *e, char **cause)
 		*cause = xasprintf("cannot write %s: %s", path, strerror(errno));
 		goto out;
 	}
+	/* The report must outlive a crash: so must its name. */
+	(void)fd_sync_parent(path);
 	rc = 0;
 out:
 	if (fd != -1)

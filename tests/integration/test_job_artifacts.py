@@ -321,3 +321,26 @@ def test_403_is_not_retried_and_says_why(gitlab, daemons, tmp_path):
     assert job.status == "failed", job.log_text
     assert len(gitlab.artifact_uploads(job)) == 1
     assert "GitLab refused the job token" in job.log_text
+
+
+def test_a_dependencys_own_token_is_masked_even_in_a_debug_trace(gitlab, daemons, tmp_path):
+    from daemon_helpers import add_job, entry, new_token
+    # An old-style token: no glcbt- prefix for the prefix masking to catch.
+    legacy = "Zq7" + "x4RtT9kLmN2pQ8vW"
+    build = gitlab.add_job({"job_info": {"name": "build"}}, token=legacy, status="success")
+    gitlab.add_artifact(build, hostile([("out/x", b"x\n", 0o100644)]))
+    r = gitlab.add_runner(token=new_token())
+    d = daemons(gitlab, [entry(gitlab, r, "one", builds_dir=str(tmp_path / "builds"))])
+    job = add_job(gitlab, r, name="use", dependencies=[gitlab.artifact_dependency(build)],
+                  script=["cat out/x"], variables={"CI_DEBUG_TRACE": "true"})
+    # add_job hands the new job's token to its dependencies, as GitLab does
+    # by default; GitLab without that flag sends the dependency's own token.
+    job.payload["dependencies"][0]["token"] = legacy
+    d.start()
+    gitlab.wait_for_job(job, ("success", "failed"), timeout=60)
+    assert d.stop() == 0
+    log = job.log_text
+    assert job.status == "success", log
+    assert "CI_JOB_TOKEN=[MASKED]" in log.replace("'", ""), log
+    assert legacy not in log
+    assert gitlab.artifact_downloads(build)[-1].headers.get("Job-Token") == legacy

@@ -24,6 +24,7 @@ python3-pytest
 git
 valgrind
 nginx-light
+gnuplot-nox
 "
 
 missing=""

@@ -18,7 +18,8 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import OUT  # noqa: E402
+import plot  # noqa: E402
+from common import OUT, ROOT  # noqa: E402
 
 SCENARIOS = ["startup", "mask", "archive", "idle", "trace"]     # the order `make bench` runs them
 
@@ -92,6 +93,8 @@ def main(argv):
                    "machine": {"cpus": os.cpu_count(), "uname": " ".join(os.uname())},
                    "scenarios": results}, f, indent=1, ensure_ascii=False)
     print_table(results)
+    for path in plot.draw():
+        print(f"picture: {os.path.relpath(path, ROOT)}")
     return 1 if failed else 0
 
 

@@ -163,6 +163,14 @@ def _strace_counts(work, cfg, env, gitlab, r, holding):
         gitlab.wait_for(holding(t), timeout=30)
         _run_job(gitlab, r, timeout=120)
     finally:
+        # strace detaches on SIGQUIT and leaves the daemon running: signal the daemon.
+        try:
+            with open(f"/proc/{p.pid}/task/{p.pid}/children") as f:
+                kids = [int(x) for x in f.read().split()]
+        except OSError:
+            kids = []
+        for kid in kids:
+            os.kill(kid, signal.SIGQUIT)
         _stop(p)
     login = shells = progs = 0
     ok = re.compile(r'^execve\("([^"]*)", \[(.*?)\].*\) = 0$', re.M)

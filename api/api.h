@@ -411,10 +411,14 @@ typedef void	api_patch_cb(enum api_patch_result result,
 
 /*
  * PATCH /jobs/:id/trace with Content-Range start-(start+len-1).  The bytes
- * are copied; len must be 1 .. 1 MiB (an empty patch is never sent).
+ * are read from the log file fd at the same offsets, on every attempt: no
+ * copy of the log is held while the request is in flight, so a job
+ * catching up costs no megabyte of memory.  The caller keeps fd open and
+ * that range unchanged until the callback; len must be 1 .. 1 MiB (an
+ * empty patch is never sent).
  */
 struct api_call	*api_patch_trace(struct api *a, const struct api_job_ref *job,
-		    uint64_t start, const void *bytes, size_t len, bool debug_trace,
+		    int fd, uint64_t start, size_t len, bool debug_trace,
 		    api_patch_cb *cb, void *data);
 
 /* ---- Artifacts (protocol.md 7.1, 7.2). ---- */

@@ -1061,8 +1061,8 @@ api_update_job(struct api *a, const struct api_job_ref *job, const struct api_in
 }
 
 struct api_call *
-api_patch_trace(struct api *a, const struct api_job_ref *job, uint64_t start,
-    const void *bytes, size_t len, bool debug_trace, api_patch_cb *cb, void *data)
+api_patch_trace(struct api *a, const struct api_job_ref *job, int fd, uint64_t start,
+    size_t len, bool debug_trace, api_patch_cb *cb, void *data)
 {
 	char path[96], range[64];
 	struct api_call *call;
@@ -1087,7 +1087,7 @@ api_patch_trace(struct api *a, const struct api_job_ref *job, uint64_t start,
 		snprintf(range, sizeof(range), "%" PRIu64 "-%" PRIu64, start, start + len - 1);
 		http_req_secret_header(call->req, "Job-Token", job->token);
 		http_req_header(call->req, "Content-Range", range);
-		http_req_body(call->req, "text/plain", bytes, len);
+		http_req_body_fd(call->req, "text/plain", fd, (off_t)start, (off_t)len);
 	}
 	return call_send(call);
 }
@@ -1137,7 +1137,7 @@ api_upload_artifacts(struct api *a, const struct api_job_ref *job,
 	call->cb.artifact = cb;
 	if (call->req != NULL) {
 		http_req_secret_header(call->req, "Job-Token", job->token);
-		http_req_body_fd(call->req, u->content_type, u->fd, u->len);
+		http_req_body_fd(call->req, u->content_type, u->fd, 0, u->len);
 		http_req_response_cap(call->req, 64 * 1024);
 		/* 503 is worth six tries (gitlab-runner's helper); 403 and 413 one. */
 		http_req_max_attempts(call->req, ARTIFACT_UPLOAD_ATTEMPTS);

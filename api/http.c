@@ -68,8 +68,9 @@ struct http_req {
 	bool			 has_body;
 	struct buf		 body;		/* in-memory body: the same bytes each time */
 	int			 body_fd;	/* streamed body, or -1 */
+	off_t			 body_off;	/* where in body_fd it starts */
 	off_t			 body_len;
-	off_t			 body_pos;
+	off_t			 body_pos;	/* sent so far, this attempt */
 	char			*ca_file, *cert_file, *key_file;
 	int			 flags;
 	uint64_t		 deadline_ms;	/* relative, until started */
@@ -387,13 +388,15 @@ http_req_body(struct http_req *r, const char *content_type, const void *data, si
 }
 
 void
-http_req_body_fd(struct http_req *r, const char *content_type, int fd, off_t len)
+http_req_body_fd(struct http_req *r, const char *content_type, int fd, off_t offset,
+    off_t len)
 {
 	free(r->content_type);
 	r->content_type = content_type != NULL ? xstrdup(content_type) : NULL;
 	buf_release(&r->body);
 	r->has_body = true;
 	r->body_fd = fd;
+	r->body_off = offset;
 	r->body_len = len;
 }
 
@@ -551,7 +554,7 @@ on_read_body(char *dst, size_t size, size_t nmemb, void *userp)
 	if ((off_t)want > left)
 		want = (size_t)left;
 	do {
-		n = pread(r->body_fd, dst, want, r->body_pos);
+		n = pread(r->body_fd, dst, want, r->body_off + r->body_pos);
 	} while (n == -1 && errno == EINTR);
 	if (n <= 0)
 		return CURL_READFUNC_ABORT;	/* the file shrank or failed */

@@ -94,10 +94,11 @@ void		 http_req_body(struct http_req *r, const char *content_type,
 		    const void *data, size_t len);
 /*
  * A streamed body read from fd (which the request does not own) at offsets
- * 0 .. len-1 with pread, so every attempt starts from the first byte.
+ * offset .. offset+len-1 with pread, so every attempt sends the same bytes
+ * as long as the caller leaves that range of the file alone.
  */
 void		 http_req_body_fd(struct http_req *r, const char *content_type,
-		    int fd, off_t len);
+		    int fd, off_t offset, off_t len);
 void		 http_req_tls(struct http_req *r, const struct http_tls *tls);
 void		 http_req_flags(struct http_req *r, int flags);
 /* Deadline for the whole request, retries included (default 60 min). */

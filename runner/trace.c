@@ -219,19 +219,20 @@ on_patched(enum api_patch_result result, const struct api_answer *answer,
 static void
 send_patch(struct trace *t)
 {
-	uint64_t size = trace_log_size(t->log), len = size - t->sent;
-	ssize_t n;
-	char *bytes;
+	uint64_t in_file, len;
+	int fd;
 
-	if (len > PATCH_MAX)
-		len = PATCH_MAX;
 	if (trace_log_sync(t->log) != 0)
 		log_warn("job %" PRId64 ": cannot write the log to disk; a crash now would "
 		    "lose what GitLab is about to receive", t->ref.id);
-	bytes = xmalloc(len);
-	if ((n = trace_log_read(t->log, t->sent, bytes, len)) <= 0) {
-		log_warn("job %" PRId64 ": cannot read the log at %" PRIu64, t->ref.id, t->sent);
-		free(bytes);
+	/* Only what is in the file can be sent: the PATCH reads it from there. */
+	fd = trace_log_file(t->log, &in_file);
+	len = in_file > t->sent ? in_file - t->sent : 0;
+	if (len > PATCH_MAX)
+		len = PATCH_MAX;
+	if (fd == -1 || len == 0) {
+		log_warn("job %" PRId64 ": cannot read the log at %" PRIu64 ": %s", t->ref.id,
+		    t->sent, fd == -1 ? "no log file" : "not written to the file");
 		if (t->finishing) {
 			/* Report what GitLab has: a log we cannot read cannot be sent. */
 			t->patches_stopped = true;
@@ -241,9 +242,8 @@ send_patch(struct trace *t)
 		return;
 	}
 	set_state(t, SENDER_PATCHING);
-	t->call = api_patch_trace(t->api, &t->ref, t->sent, bytes, (size_t)n, t->debug_trace,
+	t->call = api_patch_trace(t->api, &t->ref, fd, t->sent, (size_t)len, t->debug_trace,
 	    on_patched, t);
-	free(bytes);
 }
 
 static void

@@ -725,3 +725,10 @@ trace_log_path(const struct trace_log *t)
 {
 	return t->path;
 }
+
+int
+trace_log_file(const struct trace_log *t, uint64_t *in_file)
+{
+	*in_file = t->fd == -1 ? 0 : t->flushed;
+	return t->fd;
+}

@@ -87,5 +87,11 @@ bool			 trace_log_truncated(const struct trace_log *t);	/* limit hit */
 ssize_t			 trace_log_read(const struct trace_log *t, uint64_t offset,
 			    char *dst, size_t len);
 const char		*trace_log_path(const struct trace_log *t);
+/*
+ * The log file's descriptor (owned by t) and, in *in_file, how many bytes
+ * of the log it holds: those are final and may be read with pread, as the
+ * sender's PATCHes are.  -1 when there is no file.
+ */
+int			 trace_log_file(const struct trace_log *t, uint64_t *in_file);
 
 #endif

@@ -19,10 +19,12 @@
  * will; it reports open file descriptors every 250 ms and the results.
  */
 #include <dirent.h>
+#include <err.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <uv.h>
 
@@ -301,8 +303,15 @@ main(int argc, char **argv)
 	} else if (strcmp(op, "patch") == 0 && argc >= 3) {
 		ref.id = strtoll(argv[0], NULL, 10);
 		ref.token = creds.token;
-		api_patch_trace(api, &ref, strtoull(argv[1], NULL, 10), argv[2],
-		    strlen(argv[2]), false, on_patch, NULL);
+		uint64_t start = strtoull(argv[1], NULL, 10);
+		/* The patch is read from a log file at its own offsets. */
+		FILE *log = tmpfile();
+
+		if (log == NULL || pwrite(fileno(log), argv[2], strlen(argv[2]),
+		    (off_t)start) != (ssize_t)strlen(argv[2]))
+			err(1, "cannot write the patch to a temporary file");
+		api_patch_trace(api, &ref, fileno(log), start, strlen(argv[2]), false,
+		    on_patch, NULL);
 	} else if (strcmp(op, "request") == 0)
 		api_request_job(api, &creds, &info, "s_000000000000", on_request, NULL);
 	else if (strcmp(op, "verify") == 0) {

@@ -437,13 +437,45 @@ test_streamed_body_rewinds(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, "0123456789abcdef", 16), 16);
 	req = http_req_new(e.http, "POST", e.url);
-	http_req_body_fd(req, "application/octet-stream", fd, 16);
+	http_req_body_fd(req, "application/octet-stream", fd, 0, 16);
 	assert_int_equal(http_req_start(req, on_done, &r), 0);
 	wait_for(&e, &r);
 	assert_int_equal(r.status, 201);
 	assert_int_equal(e.srv.n_seen, 2);
 	assert_memory_equal(e.srv.seen[0].body, "0123456789abcdef", 16);
 	assert_memory_equal(e.srv.seen[1].body, "0123456789abcdef", 16);
+	close(fd);
+	unlink(path);
+	env_close(&e);
+}
+
+/* A PATCH reads its range of the log file: the same range on every attempt. */
+static void
+test_streamed_body_range(void **state)
+{
+	static const struct reply script[] = { { 502, NULL, "", 0 }, { 202, NULL, "", 0 } };
+	char path[] = "/tmp/test_http.XXXXXX";
+	struct env e;
+	struct result r = { 0 };
+	struct http_req *req;
+	int fd;
+
+	(void)state;
+	env_open(&e, script, 2);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "0123456789abcdef", 16), 16);
+	req = http_req_new(e.http, "PATCH", e.url);
+	http_req_body_fd(req, "text/plain", fd, 4, 8);
+	assert_int_equal(http_req_start(req, on_done, &r), 0);
+	wait_for(&e, &r);
+	assert_int_equal(r.status, 202);
+	assert_int_equal(e.srv.n_seen, 2);
+	assert_string_equal(e.srv.seen[1].method, "PATCH");
+	assert_int_equal(e.srv.seen[0].body_len, 8);
+	assert_int_equal(e.srv.seen[1].body_len, 8);
+	assert_memory_equal(e.srv.seen[0].body, "456789ab", 8);
+	assert_memory_equal(e.srv.seen[1].body, "456789ab", 8);
 	close(fd);
 	unlink(path);
 	env_close(&e);
@@ -684,6 +716,7 @@ main(void)
 		cmocka_unit_test(test_success_sends_id_and_no_expect),
 		cmocka_unit_test(test_retries_send_the_same_bytes),
 		cmocka_unit_test(test_streamed_body_rewinds),
+		cmocka_unit_test(test_streamed_body_range),
 		cmocka_unit_test(test_retry_after_is_honoured),
 		cmocka_unit_test(test_wait_past_deadline_returns_the_answer),
 		cmocka_unit_test(test_client_errors_are_not_retried),

@@ -17,7 +17,7 @@ The double counts accepted connections and completed TLS handshakes.
   the same bundle with libcurl's built-in CAPATH left set (no CA cache:
   the bundle is parsed per connection), and `curl --cacert` itself.
 
-BENCH_TLS_JOBS and BENCH_TLS_CONCURRENT set the job counts (defaults 100
+BENCH_TLS_JOBS and BENCH_TLS_CONCURRENT set the job counts (defaults 60
 and 50, not the issue's 200 and 100, to keep `make bench` short).
 """
 import os
@@ -182,7 +182,7 @@ def _new_connection(files):
 def run(work):
     from gitlab_double import certs
 
-    seq_n = int(os.environ.get("BENCH_TLS_JOBS", "100"))
+    seq_n = int(os.environ.get("BENCH_TLS_JOBS", "60"))
     conc_n = int(os.environ.get("BENCH_TLS_CONCURRENT", "50"))
     files = certs.generate(os.path.join(work, "tls"))
     conn = _new_connection(files)

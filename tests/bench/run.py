@@ -21,7 +21,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot  # noqa: E402
 from common import OUT, ROOT  # noqa: E402
 
-SCENARIOS = ["startup", "mask", "archive", "idle", "trace", "jobs100", "overhead"]     # the order `make bench` runs them
+SCENARIOS = ["limits", "startup", "mask", "archive", "idle", "trace", "jobs100", "overhead",
+             "tls"]     # the order `make bench` runs them
 
 
 def _num(v):

@@ -369,6 +369,8 @@ class GitLabDouble(JobsMixin, ArtifactsMixin, WorkhorseMixin):
         self._violations = []
         self._errors = []
         self._tls_failures = []
+        self._tls_handshakes = 0
+        self._tls_resumed = 0
         self._rules = []
         self._storm = None
         self._conns = {}
@@ -592,6 +594,24 @@ class GitLabDouble(JobsMixin, ArtifactsMixin, WorkhorseMixin):
     def max_open_connections(self):
         with self._lock:
             return self._max_open
+
+    @property
+    def accepted_connections(self):
+        """Connections accepted since start (open or closed since)."""
+        with self._lock:
+            return self._conn_seq
+
+    @property
+    def tls_handshakes(self):
+        """Completed TLS handshakes since start (resumed sessions included)."""
+        with self._lock:
+            return self._tls_handshakes
+
+    @property
+    def tls_resumed(self):
+        """Of tls_handshakes, those that resumed an earlier session."""
+        with self._lock:
+            return self._tls_resumed
 
     def wait_for(self, predicate, timeout=5.0, interval=0.01):
         """Poll predicate() until it is truthy; return its value or raise TimeoutError."""
@@ -1219,6 +1239,9 @@ class _Server(http.server.ThreadingHTTPServer):
             with self.double._lock:
                 self.double._tls_failures.append(f"{type(e).__name__}: {e}")
             return None
+        with self.double._lock:
+            self.double._tls_handshakes += 1
+            self.double._tls_resumed += 1 if tls.session_reused else 0
         cert = tls.getpeercert()
         if cert:
             for rdn in cert.get("subject", ()):

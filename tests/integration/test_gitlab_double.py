@@ -516,6 +516,24 @@ def test_tls_handshake_with_the_ca(gitlab_tls, tls_files):
     c.close()
 
 
+def test_tls_handshakes_and_accepted_connections_are_counted(gitlab_tls, tls_files):
+    ctx = ssl.create_default_context(cafile=tls_files.ca_cert)
+    with closing(connect(gitlab_tls, ctx)) as c:
+        assert send(gitlab_tls, "GET", "nothing", conn=c).status == 404
+        assert send(gitlab_tls, "GET", "nothing", conn=c).status == 404
+    assert (gitlab_tls.accepted_connections, gitlab_tls.tls_handshakes) == (1, 1)
+    with closing(connect(gitlab_tls, ctx)) as c:
+        assert send(gitlab_tls, "GET", "nothing", conn=c).status == 404
+    assert (gitlab_tls.accepted_connections, gitlab_tls.tls_handshakes) == (2, 2)
+    assert gitlab_tls.tls_resumed <= 1
+    # A refused handshake is accepted but not completed.
+    with pytest.raises(ssl.SSLCertVerificationError), \
+            closing(connect(gitlab_tls, ssl.create_default_context())) as c:
+        send(gitlab_tls, "GET", "nothing", conn=c)
+    gitlab_tls.wait_for(lambda: gitlab_tls.tls_failures, timeout=2)
+    assert (gitlab_tls.accepted_connections, gitlab_tls.tls_handshakes) == (3, 2)
+
+
 def test_tls_rejected_without_the_ca(gitlab_tls):
     with pytest.raises(ssl.SSLCertVerificationError), \
             closing(connect(gitlab_tls, ssl.create_default_context())) as c:

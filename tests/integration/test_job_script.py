@@ -189,3 +189,24 @@ def test_config_environment_and_the_tls_ca_file_variable(gitlab_tls, tls_files, 
     assert "CA-FILE-MATCHES" in log
     assert "CI_SERVER=yes" in log
     check_run(gitlab, d, [job])
+
+
+def test_jobs_over_https_reuse_the_connection(gitlab_tls, tls_files, daemons, tmp_path):
+    """Once warm, a job costs no TLS handshake: the requests of every job share the
+    connections of the first (the tls benchmark counts the same thing over 100 jobs)."""
+    gitlab = gitlab_tls
+    r = gitlab.add_runner(token=new_token())
+    d = daemons(gitlab, [entry(gitlab, r, "tls", builds_dir=str(tmp_path / "builds"),
+                               **{"tls-ca-file": tls_files.ca_cert})])
+    jobs = [add_job(gitlab, r, script=["echo hi"]) for _ in range(5)]
+    d.start()
+    for job in jobs:
+        gitlab.wait_for_job(job, ("success", "failed"), timeout=60)
+    assert d.stop() == 0
+    assert [j.status for j in jobs] == ["success"] * 5
+    # A trace PATCH may overlap a status PUT and need a second connection; a
+    # connection per job (or per request) would be 5 or more.
+    assert gitlab.tls_handshakes == gitlab.accepted_connections <= 2, (
+        gitlab.tls_handshakes, gitlab.accepted_connections)
+    assert len(gitlab.requests) >= 15
+    check_run(gitlab, d, jobs)

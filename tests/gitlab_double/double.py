@@ -122,6 +122,7 @@ class Request:
     response_body: Optional[bytes] = None
     held: Optional[float] = None               # seconds Workhorse's long poll held it
     hold_outcome: Optional[str] = None         # "holding", then "changed"/"timeout"/"stopped"
+    answered: Optional[float] = None           # monotonic time the answer was written out
 
     @property
     def target(self):
@@ -1159,6 +1160,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD" and resp.status not in (204, 304):
             self.wfile.write(resp.body if cut is None else resp.body[:cut])
+        req.answered = time.monotonic()
 
 
 class _Server(http.server.ThreadingHTTPServer):

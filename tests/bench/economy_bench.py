@@ -275,7 +275,7 @@ def run(work):
                        note=f"most requests in any 1 s from the burst's end to the job's end "
                             f"({len(behind)} requests, {_breakdown(cu)}; {CATCHUP_MB} MiB of "
                             "output is more on the wire: timestamps)"))
-    rows.append(figure(f"peak requests/s of one job while GitLab answers 503",
+    rows.append(figure("peak requests/s of one job while GitLab answers 503",
                        _peak_rate(cu_run, burst["at"], burst_end), "req/s", goal="≤ 3 (catch-up)",
                        note=f"{len(failed)} PATCHes answered 503 in {FAIL_S} s: a PATCH is "
                             "tried 5 times, 100 ms exponential backoff with jitter "

@@ -85,6 +85,12 @@ struct api_answer {
 	long		 status;	/* HTTP status; 0 if no answer came */
 	const char	*message;	/* server's message flattened, or the transport error */
 	const char	*request_id;	/* correlation id */
+	/*
+	 * Job request answered 204 without X-GitLab-Last-Update: Workhorse's
+	 * own answer to a long poll (the queue changed, or the hold ended),
+	 * not Rails' "nothing for you".
+	 */
+	bool		 workhorse_204;
 };
 
 /* Outcome of the simple calls (register, verify, unregister, reset, discovery). */

@@ -715,8 +715,13 @@ deliver_job_request(struct api_call *call, const struct http_result *res,
 			ans->message = msg = err;
 			err = NULL;
 		}
-	} else if (res->status == 204)
+	} else if (res->status == 204) {
+		const char *v = call->req != NULL ?
+		    http_req_response_header(call->req, "X-GitLab-Last-Update") : NULL;
+
 		result = API_JOB_NONE;
+		ans->workhorse_204 = v == NULL || *v == '\0';
+	}
 	else if (res->status == 403)
 		result = API_JOB_FORBIDDEN;
 	else if (res->status == 503)
@@ -866,6 +871,7 @@ deliver(struct api_call *call, const struct http_result *res)
 	ans.status = res->status;
 	ans.message = msg;
 	ans.request_id = res->request_id;
+	ans.workhorse_204 = false;
 	switch (call->kind) {
 	case CALL_TOKEN:
 		deliver_token(call, res, &ans);

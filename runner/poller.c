@@ -59,6 +59,7 @@ struct poller {
 	bool			 stopped;
 	bool			 closing;
 	uint64_t		 sent_at[MAX_REQUESTS];	/* when each request left */
+	bool			 quick_204;	/* the last answer: Workhorse's 204, unheld */
 	struct api_call		*discovery;	/* FF_USE_JOB_ROUTER: in flight */
 	bool			 router_told;	/* said once that we poll directly */
 };
@@ -305,6 +306,7 @@ on_requested(enum api_request_result result, const struct api_answer *answer,
 	struct api_call *self = ((void **)arg)[1];
 	struct daemon *d = p->d;
 	uint64_t delay = (uint64_t)d->cfg.check_interval * 1000;
+	uint64_t took = 0;
 
 	free(arg);
 	for (unsigned i = 0; i < MAX_REQUESTS; i++)
@@ -313,9 +315,10 @@ on_requested(enum api_request_result result, const struct api_answer *answer,
 			    "unavailable", "failed", "client_error", "canceled" };
 			char labels[48];
 
+			took = clock_mono_ms() - p->sent_at[i];
 			snprintf(labels, sizeof(labels), "result=\"%s\"", names[result]);
 			metrics_histogram_observe("runner_job_request_duration_seconds", labels,
-			    (double)(clock_mono_ms() - p->sent_at[i]) / 1000);
+			    (double)took / 1000);
 		}
 	forget_call(p, self);
 	p->requests--;
@@ -339,6 +342,19 @@ on_requested(enum api_request_result result, const struct api_answer *answer,
 		p->failures = 0;
 		backoff_reset(&p->backoff);
 		log_debug("runner %s: no job", p->rc->name);
+		/*
+		 * Workhorse's own 204 ends a long poll: the queue changed (a job
+		 * may be waiting) or the hold is over, and the runner is meant to
+		 * ask again at once (protocol.md 4.4); check_interval would add
+		 * up to 3 s to every pickup.  Something that answers so without
+		 * holding must not make that a loop: once one came back quicker
+		 * than check_interval, the next such quick ones wait it.
+		 */
+		if (answer->workhorse_204 && (took >= delay || !p->quick_204)) {
+			p->quick_204 = took < delay;
+			delay = 0;
+		} else
+			p->quick_204 = answer->workhorse_204;
 		break;
 	case API_JOB_FORBIDDEN:
 	case API_JOB_CLIENT_ERROR:

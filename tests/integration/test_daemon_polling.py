@@ -123,6 +123,40 @@ def test_long_poll_hold_never_delays_another_entry(gitlab_factory, daemons):
     check_run(gitlab, d, [job])
 
 
+def test_job_released_from_a_hold_is_asked_for_at_once(gitlab_factory, daemons):
+    # Workhorse's 204 on a queue change means "ask again now": waiting
+    # check_interval (3 s here) would add it to every pickup (protocol.md 4.4).
+    gitlab = gitlab_factory(long_poll=30)
+    r = gitlab.add_runner(token=new_token())
+    d = daemons(gitlab, [entry(gitlab, r, "alpha")], check_interval=3)
+    d.start()
+    wait_until(lambda: any(q.hold_outcome == "holding" for q in job_requests_of(gitlab, r.token)),
+               10, "a held request")
+    t0 = time.monotonic()
+    job = add_job(gitlab, r, script=["echo picked up"])
+    gitlab.wait_for_job(job, ("running", "success"), timeout=5)
+    took = picked_at(gitlab, job) - t0
+    print(f"long poll, check_interval 3: picked up {took * 1000:.1f} ms after it was queued")
+    assert took < 1.0, f"the job waited {took:.2f} s after the hold ended"
+    gitlab.wait_for_job(job, "success", timeout=10)
+    assert d.stop() == 0
+    check_run(gitlab, d, [job])
+
+
+def test_unheld_workhorse_204s_do_not_make_a_loop(gitlab, daemons):
+    # A proxy answering 204 without X-GitLab-Last-Update at once looks like
+    # Workhorse ending holds: one quick re-ask, then check_interval (1 s).
+    r = gitlab.add_runner(token=new_token())
+    gitlab.script("POST", r"^/api/v4/jobs/request$", times=None, status=204)
+    d = daemons(gitlab, [entry(gitlab, r, "alpha")])
+    d.start()
+    time.sleep(4.0)
+    assert d.stop() == 0
+    n = len(job_requests_of(gitlab, r.token))
+    print(f"unheld Workhorse 204s: {n} job requests in 4 s, check_interval 1 s")
+    assert 2 <= n <= 7, f"{n} job requests in 4 s"
+
+
 # ---------------------------------------------------------------------------
 # 16. unhealthy
 # ---------------------------------------------------------------------------

@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,14 @@ struct trace_log {
 	/* "2026-08-21T10:15:02." of ts_sec: a second's lines share it. */
 	int64_t		 ts_sec;
 	char		 ts_date[21];
+	/*
+	 * The clock is read once a call: the lines of one write arrived
+	 * together.  ts_time is "2026-08-21T10:15:02.123456Z " of ts_us.
+	 */
+	bool		 now_valid;
+	int64_t		 now;
+	int64_t		 ts_us;
+	char		 ts_time[TS_HDRLEN - 4];
 };
 
 /* File stage. */
@@ -169,6 +178,30 @@ tl_store(struct trace_log *t, const char *p, size_t n)
 
 /* Limit stage. */
 
+static void	tl_emit(struct trace_log *, const char *, size_t);
+
+/*
+ * A header and its line: one call, two copies, when both fit the buffer
+ * and the limit (every line of a job's output comes this way).
+ */
+static void
+tl_emit2(struct trace_log *t, const char *a, size_t na, const char *b,
+    size_t nb)
+{
+	size_t	 n = na + nb;
+
+	if (!t->truncated && t->size <= t->limit && n <= t->limit - t->size &&
+	    n <= TL_WBUF_SIZE - t->wlen) {
+		memcpy(t->wbuf + t->wlen, a, na);
+		memcpy(t->wbuf + t->wlen + na, b, nb);
+		t->wlen += n;
+		t->size += n;
+		return;
+	}
+	tl_emit(t, a, na);
+	tl_emit(t, b, nb);
+}
+
 static void
 tl_emit(struct trace_log *t, const char *p, size_t n)
 {
@@ -203,16 +236,23 @@ tl_now(struct trace_log *t)
 {
 	struct timespec	 ts;
 
+	if (t->now_valid)
+		return t->now;
 	if (t->now_us != NULL)
-		return t->now_us();
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+		t->now = t->now_us();
+	else {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		t->now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	}
+	t->now_valid = true;
+	return t->now;
 }
 
 /*
  * "2026-08-21T10:15:02.123456Z 01O " and the '+' flag is used up.  Every
- * line gets one, so the date is formatted once a second and the rest by
- * hand: snprintf and gmtime_r per line were a quarter of the log path.
+ * line gets one, so the date is formatted once a second, the time once a
+ * call, and the rest by hand: snprintf and gmtime_r per line were a
+ * quarter of the log path.
  */
 static void
 ts_header(struct trace_log *t, enum trace_stream s, char out[TS_HDRLEN + 1])
@@ -224,6 +264,8 @@ ts_header(struct trace_log *t, enum trace_stream s, char out[TS_HDRLEN + 1])
 	char		 tmp[64];
 	int		 i;
 
+	if (us == t->ts_us && t->ts_time[0] != '\0')
+		goto stream;
 	if (frac < 0) {
 		frac += 1000000;
 		sec--;
@@ -239,13 +281,16 @@ ts_header(struct trace_log *t, enum trace_stream s, char out[TS_HDRLEN + 1])
 		t->ts_date[20] = '\0';
 		t->ts_sec = sec;
 	}
-	memcpy(out, t->ts_date, 20);
+	memcpy(t->ts_time, t->ts_date, 20);
 	for (i = 25; i >= 20; i--) {
-		out[i] = (char)('0' + frac % 10);
+		t->ts_time[i] = (char)('0' + frac % 10);
 		frac /= 10;
 	}
-	out[26] = 'Z';
-	out[27] = ' ';
+	t->ts_time[26] = 'Z';
+	t->ts_time[27] = ' ';
+	t->ts_us = us;
+stream:
+	memcpy(out, t->ts_time, TS_HDRLEN - 4);
 	out[28] = '0';
 	out[29] = s == TRACE_RUNNER ? '0' : '1';
 	out[30] = s == TRACE_STDERR ? 'E' : 'O';
@@ -308,8 +353,13 @@ ts_write(struct trace_log *t, enum trace_stream s, const char *p, size_t n)
 		for (i = 0; i < end; i += len) {
 			q = memchr(p + i, '\n', end - i);
 			len = (size_t)(q - (p + i)) + 1;
-			ts_begin(t, s);
-			tl_emit(t, p + i, len);
+			if (ts->line.len > 0) {
+				ts_emit_pending(t, s);
+				tl_emit(t, p + i, len);
+				continue;
+			}
+			ts_header(t, s, hdr);
+			tl_emit2(t, hdr, TS_HDRLEN, p + i, len);
 		}
 		p += end;
 		n -= end;
@@ -421,15 +471,56 @@ utf8_seqlen(unsigned char c)
 	return 0;
 }
 
-/* Sanitise p into t->sbuf, carrying an unfinished sequence in u. */
-static void
+/*
+ * Does p hold only whole, valid sequences?  ASCII 8 bytes at a time: job
+ * output is mostly that.
+ */
+static bool
+utf8_valid(const unsigned char *p, size_t n)
+{
+	size_t		 i = 0, k, need;
+	uint64_t	 w;
+
+	while (i < n) {
+		if (n - i >= 8) {
+			memcpy(&w, p + i, 8);
+			if ((w & 0x8080808080808080ull) == 0) {
+				i += 8;
+				continue;
+			}
+		}
+		if (p[i] < 0x80) {
+			i++;
+			continue;
+		}
+		if ((need = utf8_seqlen(p[i])) == 0 || need > n - i)
+			return false;
+		for (k = 1; k < need; k++) {
+			if (!utf8_cont_ok(p[i], k, p[i + k]))
+				return false;
+		}
+		i += need;
+	}
+	return true;
+}
+
+/*
+ * Sanitise p: the bytes to go on, p itself when it is valid and nothing
+ * is pending (the common case, no copy), else t->sbuf's, carrying an
+ * unfinished sequence in u.
+ */
+static const char *
 utf8_sanitise(struct trace_log *t, struct utf8_state *u, const char *p,
-    size_t n)
+    size_t n, size_t *outlen)
 {
 	const unsigned char	*s = (const unsigned char *)p;
 	size_t			 i = 0, j;
 	unsigned char		 c;
 
+	if (u->len == 0 && utf8_valid(s, n)) {
+		*outlen = n;
+		return p;
+	}
 	buf_reset(&t->sbuf);
 	while (i < n) {
 		c = s[i];
@@ -461,6 +552,8 @@ utf8_sanitise(struct trace_log *t, struct utf8_state *u, const char *p,
 			u->seq[u->len++] = c;
 		i++;
 	}
+	*outlen = t->sbuf.len;
+	return t->sbuf.ptr;
 }
 
 /* Public interface. */
@@ -589,8 +682,9 @@ trace_log_write(struct trace_log *t, enum trace_stream s, const char *data,
 		return 0;
 
 	t->err = 0;
-	utf8_sanitise(t, &t->u8[s], data, len);
-	mask_write(t, s, t->sbuf.ptr, t->sbuf.len);
+	t->now_valid = false;
+	data = utf8_sanitise(t, &t->u8[s], data, len, &len);
+	mask_write(t, s, data, len);
 	return t->err;
 }
 
@@ -620,6 +714,7 @@ trace_log_finish(struct trace_log *t)
 	if (t->readonly)
 		return 0;
 	t->err = 0;
+	t->now_valid = false;
 	if (!t->finished) {
 		t->finished = 1;
 		/* An unfinished character at the end is an error, not a wait. */

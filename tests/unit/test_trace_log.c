@@ -293,6 +293,57 @@ test_utf8_splits(void **state)
 	trace_log_close(t, false);
 }
 
+/*
+ * Valid writes go on without a copy (checked 8 ASCII bytes at a time),
+ * the rest through the repairing loop: the same text in one write and
+ * byte by byte must give the same log, whichever way each write went.
+ */
+static void
+test_utf8_fast_path(void **state)
+{
+	static const char *const pieces[] = { "abcdefghijklmnop", "x", "\n",
+	    "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9d\x84\x9e", "\xff", "\xc3",
+	    "\xe2\x82", "\xed\xa0\x80", "\xc0\xaf", "\x80", "\xf4\x90" };
+	struct trace_log	*a, *b;
+	char			 text[512], *wa, *wb;
+	size_t			 n, i, la, lb;
+	uint32_t		 rng = 12345;
+	int			 round, k;
+
+	(void)state;
+	for (round = 0; round < 300; round++) {
+		n = 0;
+		for (k = 0; k < 20; k++) {
+			rng = rng * 1103515245u + 12345u;
+			i = (rng >> 16) % (sizeof(pieces) / sizeof(pieces[0]));
+			/* Mostly valid text, so that whole writes are valid. */
+			if (round % 2 == 0 && i >= 6)
+				i = 0;
+			memcpy(text + n, pieces[i], strlen(pieces[i]));
+			n += strlen(pieces[i]);
+		}
+		a = open_log(UINT64_MAX, false);
+		b = open_log(UINT64_MAX, false);
+		assert_int_equal(trace_log_write(a, TRACE_STDOUT, text, n), 0);
+		for (i = 0; i < n; i++)
+			assert_int_equal(trace_log_write(b, TRACE_STDOUT, text + i, 1), 0);
+		assert_int_equal(trace_log_finish(a), 0);
+		assert_int_equal(trace_log_finish(b), 0);
+		wa = read_all(a, &la);
+		wb = read_all(b, &lb);
+		assert_int_equal(la, lb);
+		assert_memory_equal(wa, wb, la);
+		if (round % 2 == 0) {
+			assert_int_equal(la, n);
+			assert_memory_equal(wa, text, n);
+		}
+		free(wa);
+		free(wb);
+		trace_log_close(a, false);
+		trace_log_close(b, false);
+	}
+}
+
 static void
 test_utf8_per_stream(void **state)
 {
@@ -1104,6 +1155,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_conformance, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crc_many_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_utf8_splits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_utf8_fast_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_utf8_per_stream, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_utf8_invalid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_limit_notice, setup, teardown),

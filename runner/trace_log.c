@@ -39,9 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <zlib.h>
-
 #include "runner/buf.h"
+#include "runner/crc32.h"
 #include "runner/mask.h"
 #include "runner/trace_log.h"
 #include "runner/xmalloc.h"
@@ -123,8 +122,8 @@ tl_flush(struct trace_log *t)
 
 	/* The crc goes over whole buffers: per line, zlib's call cost dominated. */
 	if (t->wlen > t->crc_done) {
-		t->crc = (uint32_t)crc32(t->crc, (const Bytef *)t->wbuf + t->crc_done,
-		    (uInt)(t->wlen - t->crc_done));
+		t->crc = crc32_update(t->crc, t->wbuf + t->crc_done,
+		    t->wlen - t->crc_done);
 		t->crc_done = t->wlen;
 	}
 	while (off < t->wlen) {
@@ -567,7 +566,7 @@ tl_alloc(const char *path)
 	t = xcalloc(1, sizeof *t);
 	t->path = xstrdup(path);
 	t->fd = -1;
-	t->crc = (uint32_t)crc32(0L, Z_NULL, 0);
+	t->crc = crc32_update(0, NULL, 0);
 	for (i = 0; i < TL_NSTREAMS; i++)
 		buf_init(&t->ts[i].line, BUF_UNLIMITED);
 	buf_init(&t->sbuf, BUF_UNLIMITED);
@@ -646,7 +645,7 @@ trace_log_reopen(const char *path)
 			errno = saved;
 			return NULL;
 		}
-		t->crc = (uint32_t)crc32(t->crc, (const Bytef *)rbuf, (uInt)n);
+		t->crc = crc32_update(t->crc, rbuf, (size_t)n);
 		t->size += (uint64_t)n;
 	}
 	free(rbuf);
@@ -765,8 +764,8 @@ trace_log_crc32(const struct trace_log *t)
 {
 	if (t->wlen == t->crc_done)
 		return t->crc;
-	return (uint32_t)crc32(t->crc, (const Bytef *)t->wbuf + t->crc_done,
-	    (uInt)(t->wlen - t->crc_done));
+	return crc32_update(t->crc, t->wbuf + t->crc_done,
+	    t->wlen - t->crc_done);
 }
 
 bool

@@ -179,6 +179,14 @@ struct masker {
 
 	struct buf	*out;		/* during a call */
 	int		 err;
+	/*
+	 * masker_write_direct(): the input is [dlo, dhi); what is handed on
+	 * is out, then the run of input [dir, dir + ndir), not yet copied.
+	 * dlo is 0 otherwise.
+	 */
+	uintptr_t	 dlo, dhi;
+	const uint8_t	*dir;
+	size_t		 ndir;
 };
 
 
@@ -684,9 +692,9 @@ ac_build(struct pattern *pats, size_t n)
 	return a;
 }
 
-/* The final sink.  Past the cap, keep what fits, drop the rest of the call. */
+/* Into out.  Past the cap, keep what fits, drop the rest of the call. */
 static void
-out_put(struct masker *m, const void *p, size_t n)
+out_copy(struct masker *m, const void *p, size_t n)
 {
 	struct buf	*b = m->out;
 	size_t		 room;
@@ -699,6 +707,35 @@ out_put(struct masker *m, const void *p, size_t n)
 	if (room > 0 && room < n)
 		buf_append(b, p, room);
 	m->err = -ENOSPC;
+}
+
+/*
+ * The final sink.  For masker_write_direct(), input handed on as it came
+ * is only noted while it is one run, and copied when something else
+ * follows it: mostly nothing does, and a whole write goes on uncopied.
+ */
+static void
+out_put(struct masker *m, const void *p, size_t n)
+{
+	uintptr_t	 q = (uintptr_t)p;
+
+	if (n == 0 || m->err != 0)
+		return;
+	if (m->dlo != 0) {
+		if (q >= m->dlo && q <= m->dhi && n <= m->dhi - q) {
+			if (m->ndir > 0 && p == m->dir + m->ndir) {
+				m->ndir += n;
+				return;
+			}
+			out_copy(m, m->dir, m->ndir);
+			m->dir = p;
+			m->ndir = n;
+			return;
+		}
+		out_copy(m, m->dir, m->ndir);
+		m->ndir = 0;
+	}
+	out_copy(m, p, n);
 }
 
 /* Token stage: "<prefix><run>" keeps the prefix, the run becomes one mask. */
@@ -1123,11 +1160,33 @@ masker_write(struct masker *m, const char *data, size_t len, struct buf *out)
 {
 	m->out = out;
 	m->err = 0;
+	m->dlo = 0;
 	if (m->phr != NULL)
 		phr_write(m, (const uint8_t *)data, len);
 	else if (len > 0)
 		url_feed(m, (const uint8_t *)data, len);
 	m->out = NULL;
+	return m->err;
+}
+
+int
+masker_write_direct(struct masker *m, const char *data, size_t len,
+    struct buf *out, const char **direct, size_t *direct_len)
+{
+	m->dlo = (uintptr_t)data;
+	m->dhi = (uintptr_t)data + len;
+	m->dir = NULL;
+	m->ndir = 0;
+	m->out = out;
+	m->err = 0;
+	if (len > 0 && m->phr != NULL)
+		phr_write(m, (const uint8_t *)data, len);
+	else if (len > 0)
+		url_feed(m, (const uint8_t *)data, len);
+	*direct = (const char *)m->dir;
+	*direct_len = m->err == 0 ? m->ndir : 0;
+	m->out = NULL;
+	m->dlo = 0;
 	return m->err;
 }
 

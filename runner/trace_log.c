@@ -405,9 +405,18 @@ ts_finish(struct trace_log *t, enum trace_stream s)
 
 /* Masker stage. */
 
+/*
+ * What the masker hands on is mbuf (what it held back before, masks)
+ * and then a run of p not copied (mostly all of it).  The timestamper
+ * takes them as one write: mbuf with the run's first line, then the
+ * rest, which is the same as one write because the first ends a line.
+ */
 static void
 mask_write(struct trace_log *t, enum trace_stream s, const char *p, size_t n)
 {
+	const char	*d, *nl;
+	size_t		 dn, k;
+
 	if (n == 0)
 		return;
 	if (t->masker[s] == NULL) {
@@ -415,9 +424,21 @@ mask_write(struct trace_log *t, enum trace_stream s, const char *p, size_t n)
 		return;
 	}
 	buf_reset(&t->mbuf);
-	if (masker_write(t->masker[s], p, n, &t->mbuf) != 0)
+	if (masker_write_direct(t->masker[s], p, n, &t->mbuf, &d, &dn) != 0)
 		tl_seterr(t, -ENOMEM);
+	if (dn == 0) {
+		ts_write(t, s, t->mbuf.ptr, t->mbuf.len);
+		return;
+	}
+	if (t->mbuf.len == 0) {
+		ts_write(t, s, d, dn);
+		return;
+	}
+	nl = memchr(d, '\n', dn);
+	k = nl != NULL ? (size_t)(nl - d) + 1 : dn;
+	buf_append(&t->mbuf, d, k);
 	ts_write(t, s, t->mbuf.ptr, t->mbuf.len);
+	ts_write(t, s, d + k, dn - k);
 }
 
 /* The stream ended: what each masker held back was no secret. */

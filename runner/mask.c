@@ -122,7 +122,7 @@ struct ac {
 	unsigned	 npair;		/* gramlen 2 and this few first pairs: */
 	uint8_t		 pair[PAIR_MAX][2];	/* they */
 	size_t		 window;	/* jump[] is there: its window */
-	uint8_t		*jump;		/* GRAM_SIZE, by gram3() of 3 bytes */
+	uint8_t		*jump;		/* GRAM_SIZE, by gram4() of 4 bytes */
 	uint32_t	*delta;		/* ndense rows: target | AC_SPECIAL */
 	uint32_t	*fail;
 	uint32_t	*depth;
@@ -300,6 +300,16 @@ gram2(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8;
 }
 
+/* 4 bytes hashed, for the jump table: digits and hex are sparser so. */
+static inline uint32_t
+gram4(const uint8_t *p)
+{
+	uint32_t	 v;
+
+	memcpy(&v, p, 4);
+	return (v * 0x9e3779b1u) >> 16;
+}
+
 static inline uint32_t
 gram3(const uint8_t *p)
 {
@@ -414,10 +424,10 @@ gram_hit(const struct ac *a, const uint8_t *p)
  * next[] is for find_any().
  *
  * With patterns of at least JUMP_MINLEN bytes it first jumps (Wu and
- * Manber's shift table): if the last 3 bytes of the window at p
+ * Manber's shift table): if the last 4 bytes of the window at p
  * (window bytes, the shortest pattern's length at most) are nowhere in
  * the first window bytes of a pattern, no pattern begins at p or anywhere
- * up to the place those 3 bytes could be a pattern's; jump[] holds how
+ * up to the place those 4 bytes could be a pattern's; jump[] holds how
  * far that is.  It only jumps over starts whose whole window is in
  * [p, e), so a prefix begun there is dead by e too, and what is held back
  * at the end of a write is still right.
@@ -433,7 +443,7 @@ ac_skip(const struct ac *a, const uint8_t *p, const uint8_t *e,
 		return find_any(a->start, a->nstart, next, p, e);
 	if (a->jump != NULL) {
 		while ((size_t)(e - p) >= a->window) {
-			sh = a->jump[gram3(p + a->window - 3)];
+			sh = a->jump[gram4(p + a->window - 4)];
 			if (sh != 0)
 				p += sh;
 			else if (gram_hit(a, p))
@@ -677,13 +687,13 @@ ac_build(struct pattern *pats, size_t n)
 		}
 	}
 	if (minlen >= JUMP_MINLEN) {
-		/* Where 3 bytes end in a pattern's window: window - end. */
+		/* Where 4 bytes end in a pattern's window: window - end. */
 		a->window = minlen < JUMP_WINDOW ? minlen : JUMP_WINDOW;
 		a->jump = xmalloc(GRAM_SIZE);
-		memset(a->jump, (int)(a->window - 2), GRAM_SIZE);
+		memset(a->jump, (int)(a->window - 3), GRAM_SIZE);
 		for (i = 0; i < n; i++) {
-			for (d = 3; d <= a->window; d++) {
-				h = gram3(pats[i].p + d - 3);
+			for (d = 4; d <= a->window; d++) {
+				h = gram4(pats[i].p + d - 4);
 				if (a->jump[h] > a->window - d)
 					a->jump[h] = (uint8_t)(a->window - d);
 			}

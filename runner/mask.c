@@ -29,8 +29,10 @@
  * "aa", "aaa"): each match ending at a byte is noted.
  *
  * Before the automaton, a filter skips text where no phrase can begin:
- * memchr() for a few first bytes, else a table of the first 2 or 3 bytes
- * of every phrase.  The automaton is a table (a DFA, one row per state,
+ * memchr() for a few first bytes, 16 places at a time for a few first
+ * pairs, else a table of the first 2 or 3 bytes of every phrase; with
+ * phrases of 8 bytes or more, a jump table first (Wu-Manber), which looks
+ * at one place in up to 30 where there are few phrases.  The automaton is a table (a DFA, one row per state,
  * columns per byte class) for the shallow states and the plain trie with
  * failure links for the deep ones once the table reaches DENSE_MAX
  * entries, so a large or binary set of phrases cannot make it huge.
@@ -58,6 +60,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "runner/buf.h"
 #include "runner/mask.h"
 #include "runner/xmalloc.h"
@@ -79,6 +85,15 @@
 
 /* Up to this many bytes are looked for with memchr(), each. */
 #define FIND_MAX	3
+/* Up to this many first pairs are looked for 16 places at a time. */
+#define PAIR_MAX	4
+/*
+ * The shortest pattern for the jump table, and the window it uses (see
+ * ac_skip()).  8 is GitLab's least masked variable length; past 32 a
+ * longer window fills the table with small shifts for many patterns.
+ */
+#define JUMP_MINLEN	8
+#define JUMP_WINDOW	32
 
 #define PREFIXES_MAX	15
 #define URL_KEY_MAX	20	/* strlen("x-amz-security-token") */
@@ -104,6 +119,10 @@ struct ac {
 	uint8_t		 start[FIND_MAX];	/* they, when that few */
 	unsigned	 gramlen;	/* 2 or 3: gram[] is there */
 	uint8_t		*gram;		/* GRAM_SIZE: can a pattern start so */
+	unsigned	 npair;		/* gramlen 2 and this few first pairs: */
+	uint8_t		 pair[PAIR_MAX][2];	/* they */
+	size_t		 window;	/* jump[] is there: its window */
+	uint8_t		*jump;		/* GRAM_SIZE, by gram4() of 4 bytes */
 	uint32_t	*delta;		/* ndense rows: target | AC_SPECIAL */
 	uint32_t	*fail;
 	uint32_t	*depth;
@@ -160,12 +179,25 @@ struct masker {
 
 	struct buf	*out;		/* during a call */
 	int		 err;
+	/*
+	 * masker_write_direct(): the input is [dlo, dhi); what is handed on
+	 * is out, then the run of input [dir, dir + ndir), not yet copied.
+	 * dlo is 0 otherwise.
+	 */
+	uintptr_t	 dlo, dhi;
+	const uint8_t	*dir;
+	size_t		 ndir;
 };
 
 
-static const char *const url_keys[] = {
-	"private_token", "authenticity_token", "rss_token",
-	"x-amz-signature", "x-amz-credential", "x-amz-security-token",
+#define URL_KEY(s)	{ s, sizeof(s) - 1 }
+static const struct {
+	const char	*s;
+	size_t		 len;
+} url_keys[] = {
+	URL_KEY("private_token"), URL_KEY("authenticity_token"),
+	URL_KEY("rss_token"), URL_KEY("x-amz-signature"),
+	URL_KEY("x-amz-credential"), URL_KEY("x-amz-security-token"),
 };
 
 static const char *const default_prefixes[] = { "glpat-", NULL };
@@ -268,6 +300,16 @@ gram2(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8;
 }
 
+/* 4 bytes hashed, for the jump table: digits and hex are sparser so. */
+static inline uint32_t
+gram4(const uint8_t *p)
+{
+	uint32_t	 v;
+
+	memcpy(&v, p, 4);
+	return (v * 0x9e3779b1u) >> 16;
+}
+
 static inline uint32_t
 gram3(const uint8_t *p)
 {
@@ -301,20 +343,119 @@ find_any(const uint8_t *b, unsigned nb, const uint8_t **next,
 }
 
 /*
+ * The first of the bytes b0 and b1 in [p, e), or e: one pass where two
+ * memchr() calls would each read up to the other's hit, again and again
+ * in a URL full of '&'.
+ */
+static const uint8_t *
+find2(const uint8_t *p, const uint8_t *e, uint8_t b0, uint8_t b1)
+{
+#ifdef __SSE2__
+	const __m128i	 v0 = _mm_set1_epi8((char)b0), v1 = _mm_set1_epi8((char)b1);
+	__m128i		 x;
+	unsigned	 bits;
+
+	for (; e - p >= 16; p += 16) {
+		x = _mm_loadu_si128((const __m128i *)(const void *)p);
+		bits = (unsigned)_mm_movemask_epi8(_mm_or_si128(
+		    _mm_cmpeq_epi8(x, v0), _mm_cmpeq_epi8(x, v1)));
+		if (bits != 0)
+			return p + __builtin_ctz(bits);
+	}
+#endif
+	for (; p < e; p++) {
+		if (*p == b0 || *p == b1)
+			return p;
+	}
+	return e;
+}
+
+/*
+ * The first place in [p, e - 1) where one of the pairs begins, or a place
+ * with fewer than 2 bytes left.  Sixteen places are tested at once: the
+ * token prefixes (glpat- and the rest: "gl", "_g") and a phrase or two are
+ * found at memchr()'s speed, not a table load a byte.
+ */
+static const uint8_t *
+pair_find(const struct ac *a, const uint8_t *p, const uint8_t *e)
+{
+	unsigned	 k;
+
+#ifdef __SSE2__
+	__m128i		 c0[PAIR_MAX], c1[PAIR_MAX], x0, x1, hit;
+	unsigned	 bits;
+
+	for (k = 0; k < a->npair; k++) {
+		c0[k] = _mm_set1_epi8((char)a->pair[k][0]);
+		c1[k] = _mm_set1_epi8((char)a->pair[k][1]);
+	}
+	for (; e - p > 16; p += 16) {
+		x0 = _mm_loadu_si128((const __m128i *)(const void *)p);
+		x1 = _mm_loadu_si128((const __m128i *)(const void *)(p + 1));
+		hit = _mm_and_si128(_mm_cmpeq_epi8(x0, c0[0]),
+		    _mm_cmpeq_epi8(x1, c1[0]));
+		for (k = 1; k < a->npair; k++)
+			hit = _mm_or_si128(hit, _mm_and_si128(
+			    _mm_cmpeq_epi8(x0, c0[k]), _mm_cmpeq_epi8(x1, c1[k])));
+		if ((bits = (unsigned)_mm_movemask_epi8(hit)) != 0)
+			return p + __builtin_ctz(bits);
+	}
+#endif
+	for (; e - p >= 2; p++) {
+		for (k = 0; k < a->npair; k++) {
+			if (p[0] == a->pair[k][0] && p[1] == a->pair[k][1])
+				return p;
+		}
+	}
+	return p;
+}
+
+static inline bool
+gram_hit(const struct ac *a, const uint8_t *p)
+{
+	return a->gram[a->gramlen == 3 ? gram3(p) : gram2(p)] != 0;
+}
+
+/*
  * From the root: the first place in [p, e) where a pattern can begin.
  * Where the first bytes are no pattern's first bytes no pattern begins, and
  * whatever prefix of one the automaton would pass through there dies
  * before the next candidate, so the root is the right state at it.
  * next[] is for find_any().
+ *
+ * With patterns of at least JUMP_MINLEN bytes it first jumps (Wu and
+ * Manber's shift table): if the last 4 bytes of the window at p
+ * (window bytes, the shortest pattern's length at most) are nowhere in
+ * the first window bytes of a pattern, no pattern begins at p or anywhere
+ * up to the place those 4 bytes could be a pattern's; jump[] holds how
+ * far that is.  It only jumps over starts whose whole window is in
+ * [p, e), so a prefix begun there is dead by e too, and what is held back
+ * at the end of a write is still right.
  */
 static const uint8_t *
 ac_skip(const struct ac *a, const uint8_t *p, const uint8_t *e,
     const uint8_t **next)
 {
 	const uint8_t	*g = a->gram;
+	unsigned	 sh;
 
 	if (g == NULL && a->nstart <= FIND_MAX)
 		return find_any(a->start, a->nstart, next, p, e);
+	if (a->jump != NULL) {
+		while ((size_t)(e - p) >= a->window) {
+			sh = a->jump[gram4(p + a->window - 4)];
+			if (sh != 0)
+				p += sh;
+			else if (gram_hit(a, p))
+				return p;
+			else
+				p++;
+		}
+	} else if (a->npair > 0) {
+		p = pair_find(a, p, e);
+		if (e - p >= 2)
+			return p;
+	}
 	/*
 	 * Four places a turn, one branch: the loads do not depend on each
 	 * other, so the CPU overlaps them.
@@ -374,6 +515,7 @@ ac_free(struct ac *a)
 	free(a->child);
 	free(a->incls);
 	free(a->gram);
+	free(a->jump);
 	free(a);
 }
 
@@ -391,7 +533,7 @@ ac_build(struct pattern *pats, size_t n)
 	uint8_t		*tbyte, *tterm, *term;
 	size_t		 total = 0, maxlen = 0, minlen = SIZE_MAX, i, d, lcp;
 	size_t		 ncls = 1, row;
-	uint32_t	 nt, head, tail, u, v, s, c;
+	uint32_t	 nt, head, tail, u, v, s, c, h;
 	bool		 used[256] = { false };
 
 	qsort(pats, n, sizeof *pats, pattern_cmp);
@@ -533,14 +675,36 @@ ac_build(struct pattern *pats, size_t n)
 			memset(a->gram, 0, GRAM_SIZE);
 			for (i = 0; i < n; i++)
 				a->gram[gram3(pats[i].p)] = 1;
+		} else if (c <= PAIR_MAX) {
+			for (i = 0; i < n; i++) {
+				for (d = 0; d < a->npair; d++) {
+					if (memcmp(a->pair[d], pats[i].p, 2) == 0)
+						break;
+				}
+				if (d == a->npair)
+					memcpy(a->pair[a->npair++], pats[i].p, 2);
+			}
+		}
+	}
+	if (minlen >= JUMP_MINLEN) {
+		/* Where 4 bytes end in a pattern's window: window - end. */
+		a->window = minlen < JUMP_WINDOW ? minlen : JUMP_WINDOW;
+		a->jump = xmalloc(GRAM_SIZE);
+		memset(a->jump, (int)(a->window - 3), GRAM_SIZE);
+		for (i = 0; i < n; i++) {
+			for (d = 4; d <= a->window; d++) {
+				h = gram4(pats[i].p + d - 4);
+				if (a->jump[h] > a->window - d)
+					a->jump[h] = (uint8_t)(a->window - d);
+			}
 		}
 	}
 	return a;
 }
 
-/* The final sink.  Past the cap, keep what fits, drop the rest of the call. */
+/* Into out.  Past the cap, keep what fits, drop the rest of the call. */
 static void
-out_put(struct masker *m, const void *p, size_t n)
+out_copy(struct masker *m, const void *p, size_t n)
 {
 	struct buf	*b = m->out;
 	size_t		 room;
@@ -553,6 +717,35 @@ out_put(struct masker *m, const void *p, size_t n)
 	if (room > 0 && room < n)
 		buf_append(b, p, room);
 	m->err = -ENOSPC;
+}
+
+/*
+ * The final sink.  For masker_write_direct(), input handed on as it came
+ * is only noted while it is one run, and copied when something else
+ * follows it: mostly nothing does, and a whole write goes on uncopied.
+ */
+static void
+out_put(struct masker *m, const void *p, size_t n)
+{
+	uintptr_t	 q = (uintptr_t)p;
+
+	if (n == 0 || m->err != 0)
+		return;
+	if (m->dlo != 0) {
+		if (q >= m->dlo && q <= m->dhi && n <= m->dhi - q) {
+			if (m->ndir > 0 && p == m->dir + m->ndir) {
+				m->ndir += n;
+				return;
+			}
+			out_copy(m, m->dir, m->ndir);
+			m->dir = p;
+			m->ndir = n;
+			return;
+		}
+		out_copy(m, m->dir, m->ndir);
+		m->ndir = 0;
+	}
+	out_copy(m, p, n);
 }
 
 /* Token stage: "<prefix><run>" keeps the prefix, the run becomes one mask. */
@@ -628,8 +821,8 @@ url_key_secret(const char *key, size_t len)
 	size_t	 i;
 
 	for (i = 0; i < sizeof(url_keys) / sizeof(url_keys[0]); i++) {
-		if (strlen(url_keys[i]) == len &&
-		    memcmp(url_keys[i], key, len) == 0)
+		if (url_keys[i].len == len &&
+		    memcmp(url_keys[i].s, key, len) == 0)
 			return true;
 	}
 	return false;
@@ -645,8 +838,6 @@ url_key_secret(const char *key, size_t len)
 static void
 url_feed(struct masker *m, const uint8_t *p, size_t n)
 {
-	static const uint8_t	 seps[2] = { '?', '&' };
-	const uint8_t		*next[2] = { NULL, NULL };
 	size_t			 i = 0, start = 0;
 	uint8_t			 c;
 
@@ -657,7 +848,7 @@ url_feed(struct masker *m, const uint8_t *p, size_t n)
 	while (i < n) {
 		switch (m->ustate) {
 		case URL_IDLE:
-			i = (size_t)(find_any(seps, 2, next, p + i, p + n) - p);
+			i = (size_t)(find2(p + i, p + n, '?', '&') - p);
 			if (i < n) {
 				m->ustate = URL_KEY;
 				m->keylen = 0;
@@ -979,11 +1170,33 @@ masker_write(struct masker *m, const char *data, size_t len, struct buf *out)
 {
 	m->out = out;
 	m->err = 0;
+	m->dlo = 0;
 	if (m->phr != NULL)
 		phr_write(m, (const uint8_t *)data, len);
 	else if (len > 0)
 		url_feed(m, (const uint8_t *)data, len);
 	m->out = NULL;
+	return m->err;
+}
+
+int
+masker_write_direct(struct masker *m, const char *data, size_t len,
+    struct buf *out, const char **direct, size_t *direct_len)
+{
+	m->dlo = (uintptr_t)data;
+	m->dhi = (uintptr_t)data + len;
+	m->dir = NULL;
+	m->ndir = 0;
+	m->out = out;
+	m->err = 0;
+	if (len > 0 && m->phr != NULL)
+		phr_write(m, (const uint8_t *)data, len);
+	else if (len > 0)
+		url_feed(m, (const uint8_t *)data, len);
+	*direct = (const char *)m->dir;
+	*direct_len = m->err == 0 ? m->ndir : 0;
+	m->out = NULL;
+	m->dlo = 0;
 	return m->err;
 }
 

@@ -45,6 +45,14 @@ void		 masker_free(struct masker *m);
  * the caller's cap says).
  */
 int		 masker_write(struct masker *m, const char *data, size_t len, struct buf *out);
+/*
+ * The same, without copying what goes on as it came: what is safe to
+ * send is out's new bytes, then the *direct_len bytes at *direct, which
+ * are data's own (0 of them when something was masked at the end, or
+ * out filled up).  out's cap does not count them.
+ */
+int		 masker_write_direct(struct masker *m, const char *data, size_t len,
+		    struct buf *out, const char **direct, size_t *direct_len);
 /* The stream ended: append everything held back (partial matches are not secrets). */
 int		 masker_flush(struct masker *m, struct buf *out);
 

@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,9 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <zlib.h>
-
 #include "runner/buf.h"
+#include "runner/crc32.h"
 #include "runner/mask.h"
 #include "runner/trace_log.h"
 #include "runner/xmalloc.h"
@@ -93,6 +93,14 @@ struct trace_log {
 	/* "2026-08-21T10:15:02." of ts_sec: a second's lines share it. */
 	int64_t		 ts_sec;
 	char		 ts_date[21];
+	/*
+	 * The clock is read once a call: the lines of one write arrived
+	 * together.  ts_time is "2026-08-21T10:15:02.123456Z " of ts_us.
+	 */
+	bool		 now_valid;
+	int64_t		 now;
+	int64_t		 ts_us;
+	char		 ts_time[TS_HDRLEN - 4];
 };
 
 /* File stage. */
@@ -114,8 +122,8 @@ tl_flush(struct trace_log *t)
 
 	/* The crc goes over whole buffers: per line, zlib's call cost dominated. */
 	if (t->wlen > t->crc_done) {
-		t->crc = (uint32_t)crc32(t->crc, (const Bytef *)t->wbuf + t->crc_done,
-		    (uInt)(t->wlen - t->crc_done));
+		t->crc = crc32_update(t->crc, t->wbuf + t->crc_done,
+		    t->wlen - t->crc_done);
 		t->crc_done = t->wlen;
 	}
 	while (off < t->wlen) {
@@ -169,6 +177,30 @@ tl_store(struct trace_log *t, const char *p, size_t n)
 
 /* Limit stage. */
 
+static void	tl_emit(struct trace_log *, const char *, size_t);
+
+/*
+ * A header and its line: one call, two copies, when both fit the buffer
+ * and the limit (every line of a job's output comes this way).
+ */
+static void
+tl_emit2(struct trace_log *t, const char *a, size_t na, const char *b,
+    size_t nb)
+{
+	size_t	 n = na + nb;
+
+	if (!t->truncated && t->size <= t->limit && n <= t->limit - t->size &&
+	    n <= TL_WBUF_SIZE - t->wlen) {
+		memcpy(t->wbuf + t->wlen, a, na);
+		memcpy(t->wbuf + t->wlen + na, b, nb);
+		t->wlen += n;
+		t->size += n;
+		return;
+	}
+	tl_emit(t, a, na);
+	tl_emit(t, b, nb);
+}
+
 static void
 tl_emit(struct trace_log *t, const char *p, size_t n)
 {
@@ -203,16 +235,23 @@ tl_now(struct trace_log *t)
 {
 	struct timespec	 ts;
 
+	if (t->now_valid)
+		return t->now;
 	if (t->now_us != NULL)
-		return t->now_us();
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+		t->now = t->now_us();
+	else {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		t->now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	}
+	t->now_valid = true;
+	return t->now;
 }
 
 /*
  * "2026-08-21T10:15:02.123456Z 01O " and the '+' flag is used up.  Every
- * line gets one, so the date is formatted once a second and the rest by
- * hand: snprintf and gmtime_r per line were a quarter of the log path.
+ * line gets one, so the date is formatted once a second, the time once a
+ * call, and the rest by hand: snprintf and gmtime_r per line were a
+ * quarter of the log path.
  */
 static void
 ts_header(struct trace_log *t, enum trace_stream s, char out[TS_HDRLEN + 1])
@@ -224,6 +263,8 @@ ts_header(struct trace_log *t, enum trace_stream s, char out[TS_HDRLEN + 1])
 	char		 tmp[64];
 	int		 i;
 
+	if (us == t->ts_us && t->ts_time[0] != '\0')
+		goto stream;
 	if (frac < 0) {
 		frac += 1000000;
 		sec--;
@@ -239,13 +280,16 @@ ts_header(struct trace_log *t, enum trace_stream s, char out[TS_HDRLEN + 1])
 		t->ts_date[20] = '\0';
 		t->ts_sec = sec;
 	}
-	memcpy(out, t->ts_date, 20);
+	memcpy(t->ts_time, t->ts_date, 20);
 	for (i = 25; i >= 20; i--) {
-		out[i] = (char)('0' + frac % 10);
+		t->ts_time[i] = (char)('0' + frac % 10);
 		frac /= 10;
 	}
-	out[26] = 'Z';
-	out[27] = ' ';
+	t->ts_time[26] = 'Z';
+	t->ts_time[27] = ' ';
+	t->ts_us = us;
+stream:
+	memcpy(out, t->ts_time, TS_HDRLEN - 4);
 	out[28] = '0';
 	out[29] = s == TRACE_RUNNER ? '0' : '1';
 	out[30] = s == TRACE_STDERR ? 'E' : 'O';
@@ -308,8 +352,13 @@ ts_write(struct trace_log *t, enum trace_stream s, const char *p, size_t n)
 		for (i = 0; i < end; i += len) {
 			q = memchr(p + i, '\n', end - i);
 			len = (size_t)(q - (p + i)) + 1;
-			ts_begin(t, s);
-			tl_emit(t, p + i, len);
+			if (ts->line.len > 0) {
+				ts_emit_pending(t, s);
+				tl_emit(t, p + i, len);
+				continue;
+			}
+			ts_header(t, s, hdr);
+			tl_emit2(t, hdr, TS_HDRLEN, p + i, len);
 		}
 		p += end;
 		n -= end;
@@ -356,9 +405,18 @@ ts_finish(struct trace_log *t, enum trace_stream s)
 
 /* Masker stage. */
 
+/*
+ * What the masker hands on is mbuf (what it held back before, masks)
+ * and then a run of p not copied (mostly all of it).  The timestamper
+ * takes them as one write: mbuf with the run's first line, then the
+ * rest, which is the same as one write because the first ends a line.
+ */
 static void
 mask_write(struct trace_log *t, enum trace_stream s, const char *p, size_t n)
 {
+	const char	*d, *nl;
+	size_t		 dn, k;
+
 	if (n == 0)
 		return;
 	if (t->masker[s] == NULL) {
@@ -366,9 +424,21 @@ mask_write(struct trace_log *t, enum trace_stream s, const char *p, size_t n)
 		return;
 	}
 	buf_reset(&t->mbuf);
-	if (masker_write(t->masker[s], p, n, &t->mbuf) != 0)
+	if (masker_write_direct(t->masker[s], p, n, &t->mbuf, &d, &dn) != 0)
 		tl_seterr(t, -ENOMEM);
+	if (dn == 0) {
+		ts_write(t, s, t->mbuf.ptr, t->mbuf.len);
+		return;
+	}
+	if (t->mbuf.len == 0) {
+		ts_write(t, s, d, dn);
+		return;
+	}
+	nl = memchr(d, '\n', dn);
+	k = nl != NULL ? (size_t)(nl - d) + 1 : dn;
+	buf_append(&t->mbuf, d, k);
 	ts_write(t, s, t->mbuf.ptr, t->mbuf.len);
+	ts_write(t, s, d + k, dn - k);
 }
 
 /* The stream ended: what each masker held back was no secret. */
@@ -421,15 +491,56 @@ utf8_seqlen(unsigned char c)
 	return 0;
 }
 
-/* Sanitise p into t->sbuf, carrying an unfinished sequence in u. */
-static void
+/*
+ * Does p hold only whole, valid sequences?  ASCII 8 bytes at a time: job
+ * output is mostly that.
+ */
+static bool
+utf8_valid(const unsigned char *p, size_t n)
+{
+	size_t		 i = 0, k, need;
+	uint64_t	 w;
+
+	while (i < n) {
+		if (n - i >= 8) {
+			memcpy(&w, p + i, 8);
+			if ((w & 0x8080808080808080ull) == 0) {
+				i += 8;
+				continue;
+			}
+		}
+		if (p[i] < 0x80) {
+			i++;
+			continue;
+		}
+		if ((need = utf8_seqlen(p[i])) == 0 || need > n - i)
+			return false;
+		for (k = 1; k < need; k++) {
+			if (!utf8_cont_ok(p[i], k, p[i + k]))
+				return false;
+		}
+		i += need;
+	}
+	return true;
+}
+
+/*
+ * Sanitise p: the bytes to go on, p itself when it is valid and nothing
+ * is pending (the common case, no copy), else t->sbuf's, carrying an
+ * unfinished sequence in u.
+ */
+static const char *
 utf8_sanitise(struct trace_log *t, struct utf8_state *u, const char *p,
-    size_t n)
+    size_t n, size_t *outlen)
 {
 	const unsigned char	*s = (const unsigned char *)p;
 	size_t			 i = 0, j;
 	unsigned char		 c;
 
+	if (u->len == 0 && utf8_valid(s, n)) {
+		*outlen = n;
+		return p;
+	}
 	buf_reset(&t->sbuf);
 	while (i < n) {
 		c = s[i];
@@ -461,6 +572,8 @@ utf8_sanitise(struct trace_log *t, struct utf8_state *u, const char *p,
 			u->seq[u->len++] = c;
 		i++;
 	}
+	*outlen = t->sbuf.len;
+	return t->sbuf.ptr;
 }
 
 /* Public interface. */
@@ -474,7 +587,7 @@ tl_alloc(const char *path)
 	t = xcalloc(1, sizeof *t);
 	t->path = xstrdup(path);
 	t->fd = -1;
-	t->crc = (uint32_t)crc32(0L, Z_NULL, 0);
+	t->crc = crc32_update(0, NULL, 0);
 	for (i = 0; i < TL_NSTREAMS; i++)
 		buf_init(&t->ts[i].line, BUF_UNLIMITED);
 	buf_init(&t->sbuf, BUF_UNLIMITED);
@@ -553,7 +666,7 @@ trace_log_reopen(const char *path)
 			errno = saved;
 			return NULL;
 		}
-		t->crc = (uint32_t)crc32(t->crc, (const Bytef *)rbuf, (uInt)n);
+		t->crc = crc32_update(t->crc, rbuf, (size_t)n);
 		t->size += (uint64_t)n;
 	}
 	free(rbuf);
@@ -589,8 +702,9 @@ trace_log_write(struct trace_log *t, enum trace_stream s, const char *data,
 		return 0;
 
 	t->err = 0;
-	utf8_sanitise(t, &t->u8[s], data, len);
-	mask_write(t, s, t->sbuf.ptr, t->sbuf.len);
+	t->now_valid = false;
+	data = utf8_sanitise(t, &t->u8[s], data, len, &len);
+	mask_write(t, s, data, len);
 	return t->err;
 }
 
@@ -620,6 +734,7 @@ trace_log_finish(struct trace_log *t)
 	if (t->readonly)
 		return 0;
 	t->err = 0;
+	t->now_valid = false;
 	if (!t->finished) {
 		t->finished = 1;
 		/* An unfinished character at the end is an error, not a wait. */
@@ -670,8 +785,8 @@ trace_log_crc32(const struct trace_log *t)
 {
 	if (t->wlen == t->crc_done)
 		return t->crc;
-	return (uint32_t)crc32(t->crc, (const Bytef *)t->wbuf + t->crc_done,
-	    (uInt)(t->wlen - t->crc_done));
+	return crc32_update(t->crc, t->wbuf + t->crc_done,
+	    t->wlen - t->crc_done);
 }
 
 bool

@@ -75,18 +75,46 @@ print_escaped(const char *label, const char *p, size_t n)
 }
 
 /*
+ * One write through masker_write_direct(): out's new bytes, then the run
+ * of the input it did not copy, which must lie inside the input.  The
+ * input is a copy of its own, so that ASan sees reads past it.
+ */
+static void
+write_direct(struct masker *m, const char *in, size_t n, struct buf *out)
+{
+	char		*own = xmalloc(n > 0 ? n : 1);
+	const char	*d = NULL;
+	size_t		 dn = 0;
+
+	memcpy(own, in, n);
+	assert_int_equal(masker_write_direct(m, own, n, out, &d, &dn), 0);
+	if (dn > 0) {
+		assert_true(d >= own && d + dn <= own + n);
+		buf_append(out, d, dn);
+	}
+	free(own);
+}
+
+/*
  * Feed in[0..len) cut before each offset in cuts[] (ascending), flush, and
- * leave the output in out.
+ * leave the output in out.  Every other feed goes through
+ * masker_write_direct(), which must hand on the same bytes.
  */
 static void
 feed(struct masker *m, const char *in, size_t len, const size_t *cuts,
     size_t ncuts, struct buf *out)
 {
-	size_t	 i, from = 0, to;
+	static unsigned	 calls;
+	size_t		 i, from = 0, to;
+	bool		 direct = calls++ % 2 == 1;
 
 	for (i = 0; i <= ncuts; i++) {
 		to = i < ncuts ? cuts[i] : len;
-		assert_int_equal(masker_write(m, in + from, to - from, out), 0);
+		if (direct)
+			write_direct(m, in + from, to - from, out);
+		else
+			assert_int_equal(masker_write(m, in + from, to - from,
+			    out), 0);
 		from = to;
 	}
 	assert_int_equal(masker_flush(m, out), 0);
@@ -1116,6 +1144,83 @@ test_random_binary_large(void **state)
 	}
 }
 
+/*
+ * The filters in front of the automaton, on texts long enough for them:
+ * phrases of 8 bytes or more (the jump table: a window of the shortest
+ * phrase's length, shifts by the last 3 bytes of it) over a small
+ * alphabet, so the table holds many short shifts, and one to four short
+ * phrases (the pair filter, 16 places at a time).  Phrases sit near the
+ * cuts, at the ends of texts and across 16-byte blocks; cuts fall
+ * everywhere, so what is held back at the end of a write is checked.
+ */
+static void
+test_random_filters(void **state)
+{
+	static const char *const prefixes[] = { "glpat-", "_gitlab_session=" };
+	char		*phr[12], *text, *w;
+	struct cfg	 c = { NULL, 0, prefixes, 0, false };
+	struct masker	*m;
+	struct buf	 t;
+	size_t		 np, i, k, len;
+	int		 round, texts;
+	bool		 longp;
+
+	(void)state;
+	for (round = 0; round < 200; round++) {
+		longp = round % 2 == 0;
+		np = longp ? 1 + rnd_below(NELEM(phr)) : 1 + rnd_below(4);
+		for (i = 0; i < np; i++) {
+			if (longp)
+				phr[i] = rnd_string(round % 4 ? "abc" : "abcdefgh",
+				    8, 8 + rnd_below(40));
+			else
+				phr[i] = rnd_string("abc", 2, 7);
+			if (i > 0 && rnd_below(3) == 0) {
+				/* The same head as an earlier one. */
+				k = strlen(phr[i]) < strlen(phr[0]) ?
+				    strlen(phr[i]) : strlen(phr[0]);
+				memcpy(phr[i], phr[0], k / 2);
+			}
+		}
+		c.phrases = (const char *const *)phr;
+		c.nphrases = np;
+		c.nprefixes = rnd_below(3);
+		c.url = rnd_below(2) != 0;
+		m = cfg_masker(&c);
+		for (texts = 0; texts < 6; texts++) {
+			buf_init(&t, BUF_UNLIMITED);
+			for (k = rnd_below(40); k > 0; k--) {
+				i = rnd_below(np);
+				switch (rnd_below(6)) {
+				case 0:
+					buf_puts(&t, phr[i]);
+					break;
+				case 1:
+					/* A phrase but its last byte. */
+					buf_append(&t, phr[i], strlen(phr[i]) - 1);
+					break;
+				case 2:
+					buf_puts(&t, rnd_below(2) ? "glpat-x1 " :
+					    "?private_token=v&_gitlab_session=s ");
+					break;
+				default:
+					w = rnd_string(rnd_below(2) ? "abc" :
+					    "abcdefghijklmnopqrstuvwxyz _-", 1, 24);
+					buf_puts(&t, w);
+					free(w);
+					break;
+				}
+			}
+			text = buf_detach(&t, &len);
+			compare_ref(m, &c, text, len, 6);
+			free(text);
+		}
+		masker_free(m);
+		for (i = 0; i < np; i++)
+			free(phr[i]);
+	}
+}
+
 /* 1000 phrases of 32 bytes, in text that holds some of them. */
 static void
 test_thousand_phrases(void **state)
@@ -1174,6 +1279,7 @@ main(void)
 		cmocka_unit_test(test_random_pipeline),
 		cmocka_unit_test(test_random_binary_large),
 		cmocka_unit_test(test_thousand_phrases),
+		cmocka_unit_test(test_random_filters),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 #include <zlib.h>
 
+#include "runner/buf.h"
 #include "runner/mask.h"
 #include "runner/trace_log.h"
 
@@ -291,6 +292,57 @@ test_utf8_splits(void **state)
 		assert_int_equal(trace_log_write(t, TRACE_STDOUT, s + i, 1), 0);
 	expect_log(t, s);
 	trace_log_close(t, false);
+}
+
+/*
+ * Valid writes go on without a copy (checked 8 ASCII bytes at a time),
+ * the rest through the repairing loop: the same text in one write and
+ * byte by byte must give the same log, whichever way each write went.
+ */
+static void
+test_utf8_fast_path(void **state)
+{
+	static const char *const pieces[] = { "abcdefghijklmnop", "x", "\n",
+	    "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9d\x84\x9e", "\xff", "\xc3",
+	    "\xe2\x82", "\xed\xa0\x80", "\xc0\xaf", "\x80", "\xf4\x90" };
+	struct trace_log	*a, *b;
+	char			 text[512], *wa, *wb;
+	size_t			 n, i, la, lb;
+	uint32_t		 rng = 12345;
+	int			 round, k;
+
+	(void)state;
+	for (round = 0; round < 300; round++) {
+		n = 0;
+		for (k = 0; k < 20; k++) {
+			rng = rng * 1103515245u + 12345u;
+			i = (rng >> 16) % (sizeof(pieces) / sizeof(pieces[0]));
+			/* Mostly valid text, so that whole writes are valid. */
+			if (round % 2 == 0 && i >= 6)
+				i = 0;
+			memcpy(text + n, pieces[i], strlen(pieces[i]));
+			n += strlen(pieces[i]);
+		}
+		a = open_log(UINT64_MAX, false);
+		b = open_log(UINT64_MAX, false);
+		assert_int_equal(trace_log_write(a, TRACE_STDOUT, text, n), 0);
+		for (i = 0; i < n; i++)
+			assert_int_equal(trace_log_write(b, TRACE_STDOUT, text + i, 1), 0);
+		assert_int_equal(trace_log_finish(a), 0);
+		assert_int_equal(trace_log_finish(b), 0);
+		wa = read_all(a, &la);
+		wb = read_all(b, &lb);
+		assert_int_equal(la, lb);
+		assert_memory_equal(wa, wb, la);
+		if (round % 2 == 0) {
+			assert_int_equal(la, n);
+			assert_memory_equal(wa, text, n);
+		}
+		free(wa);
+		free(wb);
+		trace_log_close(a, false);
+		trace_log_close(b, false);
+	}
 }
 
 static void
@@ -849,6 +901,84 @@ test_mask_split(void **state)
 	trace_log_close(t, false);
 }
 
+/*
+ * The masker hands on most of a write without copying it, and the log
+ * then gives the timestamper its held bytes with the first line, then the
+ * rest.  That must be the same log as one write of the masker's copied
+ * output (what the log did before): here log b gets exactly that, from a
+ * masker of its own, and both must match byte for byte.
+ */
+static void
+test_mask_direct_same_as_copy(void **state)
+{
+	static const char *const phrases[] = { "topsecret-value", "hunter22hunter" };
+	static const char *const pieces[] = { "line of text ", "\n", "\r",
+	    "topsecret-value", "topsecret-", "hunter22", "hunter22hunter",
+	    "?private_token=abc&x=1 ", "glpat-abcdef ", "\n\n", "zz" };
+	const char *const	*prefixes = masker_default_prefixes(false);
+	struct trace_log_config	 cfg;
+	struct trace_log	*a, *b;
+	struct masker		*m;
+	struct buf		 mo;
+	char			 text[2048], path_b[64], *wa, *wb;
+	size_t			 n, i, la, lb, from, to;
+	uint32_t		 rng = 777;
+	int			 round, k, fd;
+
+	(void)state;
+	snprintf(path_b, sizeof path_b, "/tmp/test_trace_log_b.XXXXXX");
+	fd = mkstemp(path_b);
+	assert_true(fd >= 0);
+	close(fd);
+	buf_init(&mo, BUF_UNLIMITED);
+	for (round = 0; round < 200; round++) {
+		n = 0;
+		for (k = 0; k < 40; k++) {
+			rng = rng * 1103515245u + 12345u;
+			i = (rng >> 16) % (sizeof(pieces) / sizeof(pieces[0]));
+			memcpy(text + n, pieces[i], strlen(pieces[i]));
+			n += strlen(pieces[i]);
+		}
+		a = open_masked(UINT64_MAX, round % 4 != 0, phrases, 2, prefixes, 1, true);
+		memset(&cfg, 0, sizeof cfg);
+		cfg.path = path_b;
+		cfg.limit = UINT64_MAX;
+		cfg.timestamps = round % 4 != 0;
+		cfg.now_us = fake_clock;
+		b = trace_log_open(&cfg);
+		assert_non_null(b);
+		m = masker_new(phrases, 2, prefixes, 1, true);
+		for (from = 0; from < n; from = to) {
+			rng = rng * 1103515245u + 12345u;
+			to = from + 1 + (rng >> 16) % 90;
+			if (to > n)
+				to = n;
+			assert_int_equal(trace_log_write(a, TRACE_STDOUT, text + from,
+			    to - from), 0);
+			buf_reset(&mo);
+			assert_int_equal(masker_write(m, text + from, to - from, &mo), 0);
+			assert_int_equal(trace_log_write(b, TRACE_STDOUT, mo.ptr, mo.len), 0);
+		}
+		buf_reset(&mo);
+		assert_int_equal(masker_flush(m, &mo), 0);
+		assert_int_equal(trace_log_write(b, TRACE_STDOUT, mo.ptr, mo.len), 0);
+		masker_free(m);
+		assert_int_equal(trace_log_finish(a), 0);
+		assert_int_equal(trace_log_finish(b), 0);
+		wa = read_all(a, &la);
+		wb = read_all(b, &lb);
+		assert_int_equal(la, lb);
+		assert_memory_equal(wa, wb, la);
+		assert_int_equal(trace_log_crc32(a), trace_log_crc32(b));
+		free(wa);
+		free(wb);
+		trace_log_close(a, false);
+		trace_log_close(b, false);
+	}
+	buf_release(&mo);
+	unlink(path_b);
+}
+
 static void
 test_mask_held_attribution(void **state)
 {
@@ -1104,6 +1234,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_conformance, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crc_many_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_utf8_splits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_utf8_fast_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_utf8_per_stream, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_utf8_invalid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_limit_notice, setup, teardown),
@@ -1120,6 +1251,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_disk_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mask_split, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mask_held_attribution, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mask_direct_same_as_copy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mask_replacement_then_switch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mask_tokens_urls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mask_secret_split_by_other_stream,

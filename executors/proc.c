@@ -87,9 +87,15 @@ struct proc {
 	proc_output_cb	*output_cb;
 	proc_done_cb	*done_cb;
 	void		*arg;
-
-	char		 rbuf[PROC_READ_SIZE];
 };
+
+/*
+ * Every process's output is read into this one buffer.  libuv calls the
+ * read callback right after the alloc callback, on the loop's one thread,
+ * and output_cb consumes the bytes before returning; a buffer per process
+ * would be a quarter of a megabyte per running job for nothing.
+ */
+static char proc_rbuf[PROC_READ_SIZE];
 
 static void	proc_set_state(struct proc *, enum proc_state);
 static void	proc_on_drain(uv_timer_t *);
@@ -256,15 +262,13 @@ proc_output_done(struct proc *p, uv_pipe_t *pipe)
 	}
 }
 
-/* Both output pipes read into the one buffer: a read is passed on at once. */
 static void
 proc_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-	struct proc	*p = h->data;
-
+	(void)h;
 	(void)suggested;
-	buf->base = p->rbuf;
-	buf->len = sizeof p->rbuf;
+	buf->base = proc_rbuf;
+	buf->len = sizeof proc_rbuf;
 }
 
 static void

@@ -35,6 +35,21 @@ def figure(name, values, unit, anchor="—", goal="—", limit=None, limit_unit=
     return row
 
 
+def daemon_env(work):
+    """The environment a benchmark's daemon runs in: ours without RUNNER_*
+    settings or CONFIG_FILE, and HOME an empty directory under work.
+
+    Jobs run login shells, and this machine's ~/.profile runs a pyenv rehash
+    that waits on a lock shared with every shell on the machine: a job
+    stalled 30 s on it.  The goals exclude profile time; /etc/profile runs.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")}
+    env.pop("CONFIG_FILE", None)
+    env["HOME"] = os.path.join(work, "home")
+    os.makedirs(env["HOME"], exist_ok=True)
+    return env
+
+
 def proc_status(pid, *keys):
     """{key: KiB} from /proc/pid/status (VmRSS, RssAnon, VmHWM...); {} once gone."""
     out = {}

@@ -33,7 +33,7 @@ import signal
 import subprocess
 import time
 
-from common import RUNNER, figure, wait_for
+from common import RUNNER, daemon_env, figure, wait_for
 
 ID = "economy"
 TITLE = "requests to GitLab per job and per idle entry-hour"
@@ -144,8 +144,7 @@ def _peak_rate(reqs, since=None, until=None):
 
 
 def _daemon(work, cfg, env_extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")}
-    env.pop("CONFIG_FILE", None)
+    env = daemon_env(work)
     env.update(env_extra)
     return subprocess.Popen([RUNNER, "run", "-c", cfg, "-d", work], env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import time
 
-from common import RUNNER, cpu_seconds, figure, proc_status
+from common import RUNNER, cpu_seconds, daemon_env, figure, proc_status
 
 ID = "idle"
 TITLE = "idle daemon: memory, growth, CPU per job request"
@@ -37,8 +37,7 @@ def _idle(work, n):
             # gitlab-runner's default check_interval; one slot per entry so
             # no entry's hold waits on another's.
             f.write(config_text(entries, concurrent=n, check_interval=3))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")}
-        env.pop("CONFIG_FILE", None)
+        env = daemon_env(d)
         t0 = time.monotonic()
         p = subprocess.Popen([RUNNER, "run", "-c", cfg, "-d", d], env=env,
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

@@ -37,7 +37,7 @@ import subprocess
 import threading
 import time
 
-from common import OUT, RUNNER, cpu_seconds, figure, proc_status
+from common import OUT, RUNNER, cpu_seconds, daemon_env, figure, proc_status
 
 ID = "jobs100"
 TITLE = "N concurrent shell jobs printing 4 MiB each: daemon memory and CPU"
@@ -86,8 +86,7 @@ def _level(work, k, n):
     from gitlab_double import GitLabDouble, job_payload
 
     d = os.path.join(work, f"k{k}")
-    home, barrier = os.path.join(d, "home"), os.path.join(d, "barrier")
-    os.makedirs(home)
+    barrier = os.path.join(d, "barrier")
     os.makedirs(barrier)
     script = [f'touch "{barrier}/ready.$CI_JOB_ID"',
               f'while [ ! -e "{barrier}/go" ]; do sleep 0.02; done',
@@ -103,9 +102,7 @@ def _level(work, k, n):
                                        output_limit=(n * 2 >> 10) + 1024,
                                        builds_dir=os.path.join(d, "builds"))],
                                 concurrent=k, check_interval=1, shutdown_timeout=30))
-        env = {kk: v for kk, v in os.environ.items() if not kk.startswith("RUNNER_")}
-        env.pop("CONFIG_FILE", None)
-        env["HOME"] = home
+        env = daemon_env(d)
         t_start = time.monotonic()
         p = subprocess.Popen([RUNNER, "run", "-c", cfg, "-d", d], env=env, cwd=d,
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

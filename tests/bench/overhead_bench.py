@@ -36,7 +36,7 @@ import signal
 import subprocess
 import time
 
-from common import RUNNER, figure
+from common import RUNNER, daemon_env, figure
 
 ID = "overhead"
 TITLE = "job `echo hello`: runner time over running its stage scripts with bash"
@@ -44,10 +44,8 @@ JOBS = int(os.environ.get("BENCH_OVERHEAD_JOBS", "20"))
 BASH = shutil.which("bash") or "/bin/bash"
 
 
-def _env(home, path_prefix=None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")}
-    env.pop("CONFIG_FILE", None)
-    env["HOME"] = home
+def _env(work, path_prefix=None):
+    env = daemon_env(work)
     if path_prefix:
         env["PATH"] = path_prefix + ":" + env.get("PATH", "/usr/bin:/bin")
     return env
@@ -191,8 +189,6 @@ def run(work):
     from daemon_helpers import config_text, entry, new_token
     from gitlab_double import GitLabDouble
 
-    home = os.path.join(work, "home")
-    os.makedirs(home)
     wrap, cap = os.path.join(work, "wrap"), os.path.join(work, "cap")
     _wrapper(wrap, cap)
     gitlab = GitLabDouble(long_poll=10).start()
@@ -203,7 +199,7 @@ def run(work):
             f.write(config_text([entry(gitlab, r, "overhead",
                                        builds_dir=os.path.join(work, "builds"))],
                                 check_interval=1))
-        env = _env(home)
+        env = _env(work)
 
         def holding(since):
             """A job request sent after since is held: the daemon is idle, waiting."""
@@ -212,7 +208,7 @@ def run(work):
 
         # 1. One job with the wrapper: the stage scripts, as the runner wrote them.
         t = time.monotonic()
-        p = _start([RUNNER, "run", "-c", cfg, "-d", work], work, _env(home, wrap), "capture")
+        p = _start([RUNNER, "run", "-c", cfg, "-d", work], work, _env(work, wrap), "capture")
         try:
             gitlab.wait_for(holding(t), timeout=30)
             _run_job(gitlab, r, timeout=120)

@@ -27,7 +27,7 @@ import signal
 import subprocess
 import time
 
-from common import OUT, RUNNER, figure, wait_for
+from common import OUT, RUNNER, daemon_env, figure, wait_for
 
 ID = "pickup"
 TITLE = "job creation to 201 received"
@@ -37,8 +37,7 @@ HOLD3 = 6          # the third mode waits out holds: shortened from 50 s
 
 
 def _daemon(work, cfg):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")}
-    env.pop("CONFIG_FILE", None)
+    env = daemon_env(work)
     return subprocess.Popen([RUNNER, "run", "-c", cfg, "-d", work], env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=open(os.path.join(work, "stderr"), "w"))

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import time
 
-from common import OUT, RUNNER, figure, wait_for
+from common import OUT, RUNNER, daemon_env, figure, wait_for
 
 ID = "startup"
 TITLE = "exec to first job request; binary size"
@@ -28,8 +28,7 @@ def _spawn_true():
 
 def _first_request(gitlab, cfg, work):
     before = len(gitlab.requests_for("POST", r"/jobs/request$"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")}
-    env.pop("CONFIG_FILE", None)
+    env = daemon_env(work)
     t0 = time.monotonic()
     p = subprocess.Popen([RUNNER, "run", "-c", cfg, "-d", work], env=env,
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

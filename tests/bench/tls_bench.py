@@ -25,7 +25,7 @@ import signal
 import subprocess
 import time
 
-from common import RUNNER, figure
+from common import RUNNER, daemon_env, figure
 from limits import conn_bench
 
 ID = "tls"
@@ -38,8 +38,7 @@ CLI_RUNS = 1        # `curl --cacert` per round
 
 
 def _start(cfg, work):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")}
-    env.pop("CONFIG_FILE", None)
+    env = daemon_env(work)
     return subprocess.Popen([RUNNER, "run", "-c", cfg, "-d", work], env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=open(os.path.join(work, "stderr"), "w"))

@@ -23,7 +23,7 @@ import signal
 import subprocess
 import time
 
-from common import RUNNER, cpu_seconds, figure
+from common import RUNNER, cpu_seconds, daemon_env, figure
 from limits import uv_pipe_mib_s
 
 ID = "trace"
@@ -69,8 +69,7 @@ def _once(work, mb, files=None):
                                        builds_dir=os.path.join(work, "builds"), **tls)]))
         job = gitlab.add_job(job_payload(script=script, variables=without_sources(masked)),
                              runner=r)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")}
-        env.pop("CONFIG_FILE", None)
+        env = daemon_env(work)
         t0 = time.monotonic()
         p = subprocess.Popen([RUNNER, "run", "-c", cfg, "-d", work], env=env,
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

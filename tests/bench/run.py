@@ -20,7 +20,7 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import OUT  # noqa: E402
 
-SCENARIOS = ["startup", "mask", "archive", "idle", "trace"]     # the order `make bench` runs them
+SCENARIOS = ["startup", "mask", "archive", "idle", "trace", "storm", "soak"]     # the order `make bench` runs them
 
 
 def _num(v):

@@ -282,6 +282,12 @@ on_timeout_closed(uv_handle_t *h)
 	free(job->prep_error);
 	strv_release(&job->pre_hooks);
 	strv_release(&job->post_hooks);
+	/*
+	 * api/gitlab.c made the token a log secret when the job arrived; it
+	 * is dead now, and a daemon that kept every job's token would grow
+	 * by one string per job and redact every log line against them all.
+	 */
+	log_secret_remove(job->payload->token);
 	api_job_free(job->payload);
 	job_settings_release(&job->set);
 	runner_info_release(&job->info);
@@ -1223,6 +1229,7 @@ recovery_done(struct recover_all *all)
 
 	while ((r = all->list) != NULL) {
 		all->list = r->next;
+		log_secret_remove(r->e.job_token);	/* added when read, see below */
 		journal_entry_release(&r->e);
 		free(r->path);
 		free(r);

@@ -137,7 +137,19 @@ enum url_state {
 	URL_VALUE,	/* dropping a secret value */
 };
 
+/*
+ * The automata, built once and shared by a masker and its clones: they
+ * are only read while masking, so one copy serves every stream of a job.
+ */
+struct rules {
+	unsigned	 refs;		/* maskers using them */
+	struct ac	*phr;
+	struct ac	*tok;
+};
+
 struct masker {
+	struct rules	*rules;
+	/* rules->phr and ->tok, at hand. */
 	struct ac	*phr;		/* NULL: no phrases */
 	struct ac	*tok;		/* NULL: no prefixes */
 	bool		 url;
@@ -1117,22 +1129,20 @@ collect(const char *const *v, size_t n, size_t max, bool dedup, size_t *np)
 	return pats;
 }
 
-struct masker *
-masker_new(const char *const *phrases, size_t n_phrases,
-    const char *const *prefixes, size_t n_prefixes, bool url_params)
+/* A masker for the rules, at the start of a stream. */
+static struct masker *
+masker_start(struct rules *r, bool url_params)
 {
 	struct masker	*m;
-	struct pattern	*pats;
-	size_t		 np, ring;
+	size_t		 ring;
 
 	m = xcalloc(1, sizeof *m);
+	m->rules = r;
+	r->refs++;
+	m->phr = r->phr;
+	m->tok = r->tok;
 	m->url = url_params;
-
-	/* Duplicates among phrases go when the sorted trie is built. */
-	pats = collect(phrases, phrases != NULL ? n_phrases : 0, SIZE_MAX,
-	    false, &np);
-	if (np > 0) {
-		m->phr = ac_build(pats, np);
+	if (m->phr != NULL) {
 		m->hold = xmalloc(m->phr->maxlen);
 		/* The window is at most maxlen, and one byte is being added. */
 		for (ring = 4; ring < m->phr->maxlen + 2; ring *= 2)
@@ -1141,15 +1151,39 @@ masker_new(const char *const *phrases, size_t n_phrases,
 		m->ctag = xcalloc(ring, sizeof *m->ctag);
 		m->clen = xcalloc(ring, sizeof *m->clen);
 	}
+	return m;
+}
+
+struct masker *
+masker_new(const char *const *phrases, size_t n_phrases,
+    const char *const *prefixes, size_t n_prefixes, bool url_params)
+{
+	struct rules	*r;
+	struct pattern	*pats;
+	size_t		 np;
+
+	r = xcalloc(1, sizeof *r);
+
+	/* Duplicates among phrases go when the sorted trie is built. */
+	pats = collect(phrases, phrases != NULL ? n_phrases : 0, SIZE_MAX,
+	    false, &np);
+	if (np > 0)
+		r->phr = ac_build(pats, np);
 	free(pats);
 
 	/* The first PREFIXES_MAX distinct prefixes count (protocol.md 6.5). */
 	pats = collect(prefixes, prefixes != NULL ? n_prefixes : 0,
 	    PREFIXES_MAX, true, &np);
 	if (np > 0)
-		m->tok = ac_build(pats, np);
+		r->tok = ac_build(pats, np);
 	free(pats);
-	return m;
+	return masker_start(r, url_params);
+}
+
+struct masker *
+masker_clone(const struct masker *m)
+{
+	return masker_start(m->rules, m->url);
 }
 
 void
@@ -1157,8 +1191,11 @@ masker_free(struct masker *m)
 {
 	if (m == NULL)
 		return;
-	ac_free(m->phr);
-	ac_free(m->tok);
+	if (--m->rules->refs == 0) {
+		ac_free(m->rules->phr);
+		ac_free(m->rules->tok);
+		free(m->rules);
+	}
 	free(m->hold);
 	free(m->ctag);
 	free(m->clen);

@@ -94,6 +94,15 @@
  */
 #define JUMP_MINLEN	8
 #define JUMP_WINDOW	32
+/*
+ * The jump table has at least JUMP_SPARSE entries for each 4 bytes of a
+ * window put in, so that text hits one by chance rarely (1 in 64 at most,
+ * below JUMP_BITS_MAX) and the jumps stay long; and 2^JUMP_BITS_MIN
+ * entries at least.  With a job's few secrets that is a few KiB, not 64.
+ */
+#define JUMP_SPARSE	64
+#define JUMP_BITS_MIN	10
+#define JUMP_BITS_MAX	16
 
 #define PREFIXES_MAX	15
 #define URL_KEY_MAX	20	/* strlen("x-amz-security-token") */
@@ -122,7 +131,8 @@ struct ac {
 	unsigned	 npair;		/* gramlen 2 and this few first pairs: */
 	uint8_t		 pair[PAIR_MAX][2];	/* they */
 	size_t		 window;	/* jump[] is there: its window */
-	uint8_t		*jump;		/* GRAM_SIZE, by gram4() of 4 bytes */
+	uint8_t		*jump;		/* by gram4() of 4 bytes */
+	unsigned	 jshift;	/* gram4()'s: 32 - log2(jump[]'s size) */
 	uint32_t	*delta;		/* ndense rows: target | AC_SPECIAL */
 	uint32_t	*fail;
 	uint32_t	*depth;
@@ -313,14 +323,17 @@ gram2(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8;
 }
 
-/* 4 bytes hashed, for the jump table: digits and hex are sparser so. */
+/*
+ * 4 bytes hashed, for the jump table: digits and hex are sparser so.
+ * shift is 32 - the hash's bits.
+ */
 static inline uint32_t
-gram4(const uint8_t *p)
+gram4(const uint8_t *p, unsigned shift)
 {
 	uint32_t	 v;
 
 	memcpy(&v, p, 4);
-	return (v * 0x9e3779b1u) >> 16;
+	return (v * 0x9e3779b1u) >> shift;
 }
 
 static inline uint32_t
@@ -469,7 +482,7 @@ ac_skip(const struct ac *a, const uint8_t *p, const uint8_t *e,
 		return find_any(a->start, a->nstart, next, p, e);
 	if (a->jump != NULL) {
 		while ((size_t)(e - p) >= a->window) {
-			sh = a->jump[gram4(p + a->window - 4)];
+			sh = a->jump[gram4(p + a->window - 4, a->jshift)];
 			if (sh != 0)
 				p += sh;
 			else if (gram_hit(a, p))
@@ -560,6 +573,7 @@ ac_build(struct pattern *pats, size_t n)
 	size_t		 total = 0, maxlen = 0, minlen = SIZE_MAX, i, d, lcp;
 	size_t		 ncls = 1, row;
 	uint32_t	 nt, head, tail, u, v, s, c, h;
+	unsigned	 bits;
 	bool		 used[256] = { false };
 
 	qsort(pats, n, sizeof *pats, pattern_cmp);
@@ -715,11 +729,16 @@ ac_build(struct pattern *pats, size_t n)
 	if (minlen >= JUMP_MINLEN) {
 		/* Where 4 bytes end in a pattern's window: window - end. */
 		a->window = minlen < JUMP_WINDOW ? minlen : JUMP_WINDOW;
-		a->jump = xmalloc(GRAM_SIZE);
-		memset(a->jump, (int)(a->window - 3), GRAM_SIZE);
+		for (bits = JUMP_BITS_MIN; bits < JUMP_BITS_MAX &&
+		    ((size_t)1 << bits) / JUMP_SPARSE / (a->window - 3) < n;
+		    bits++)
+			;
+		a->jshift = 32 - bits;
+		a->jump = xmalloc((size_t)1 << bits);
+		memset(a->jump, (int)(a->window - 3), (size_t)1 << bits);
 		for (i = 0; i < n; i++) {
 			for (d = 4; d <= a->window; d++) {
-				h = gram4(pats[i].p + d - 4);
+				h = gram4(pats[i].p + d - 4, a->jshift);
 				if (a->jump[h] > a->window - d)
 					a->jump[h] = (uint8_t)(a->window - d);
 			}

@@ -126,10 +126,14 @@ struct ac {
 	uint8_t		 skip[256];	/* byte leaves the root where it is */
 	unsigned	 nstart;	/* bytes that leave the root */
 	uint8_t		 start[FIND_MAX];	/* they, when that few */
-	unsigned	 gramlen;	/* 2 or 3: gram[] is there */
+	/*
+	 * gramlen 2 or 3: the filter is gram[], or with gramlen 2 and npair
+	 * first pairs pair[] (then gram is NULL: the pairs are all it said).
+	 */
+	unsigned	 gramlen;
 	uint8_t		*gram;		/* GRAM_SIZE bits: can a pattern start so */
-	unsigned	 npair;		/* gramlen 2 and this few first pairs: */
-	uint8_t		 pair[PAIR_MAX][2];	/* they */
+	unsigned	 npair;
+	uint8_t		 pair[PAIR_MAX][2];
 	size_t		 window;	/* jump[] is there: its window */
 	uint8_t		*jump;		/* by gram4() of 4 bytes */
 	unsigned	 jshift;	/* gram4()'s: 32 - log2(jump[]'s size) */
@@ -449,10 +453,19 @@ gset(uint8_t *g, uint32_t h)
 	g[h >> 3] |= (uint8_t)(1u << (h & 7));
 }
 
+/* Can a pattern begin at p (2 or 3 bytes there)? */
 static inline bool
 gram_hit(const struct ac *a, const uint8_t *p)
 {
-	return gbit(a->gram, a->gramlen == 3 ? gram3(p) : gram2(p)) != 0;
+	unsigned	 k;
+
+	if (a->npair == 0)
+		return gbit(a->gram, a->gramlen == 3 ? gram3(p) : gram2(p)) != 0;
+	for (k = 0; k < a->npair; k++) {
+		if (p[0] == a->pair[k][0] && p[1] == a->pair[k][1])
+			return true;
+	}
+	return false;
 }
 
 /*
@@ -478,7 +491,7 @@ ac_skip(const struct ac *a, const uint8_t *p, const uint8_t *e,
 	const uint8_t	*g = a->gram;
 	unsigned	 sh;
 
-	if (g == NULL && a->nstart <= FIND_MAX)
+	if (a->gramlen == 0 && a->nstart <= FIND_MAX)
 		return find_any(a->start, a->nstart, next, p, e);
 	if (a->jump != NULL) {
 		while ((size_t)(e - p) >= a->window) {
@@ -490,16 +503,16 @@ ac_skip(const struct ac *a, const uint8_t *p, const uint8_t *e,
 			else
 				p++;
 		}
-	} else if (a->npair > 0) {
+	}
+	if (a->npair > 0) {
 		p = pair_find(a, p, e);
 		if (e - p >= 2)
 			return p;
-	}
-	/*
-	 * Four places a turn, one branch: the loads do not depend on each
-	 * other, so the CPU overlaps them.
-	 */
-	if (a->gramlen == 3) {
+	} else if (a->gramlen == 3) {
+		/*
+		 * Four places a turn, one branch: the loads do not depend
+		 * on each other, so the CPU overlaps them.
+		 */
 		for (; e - p >= 6; p += 4) {
 			if (gbit(g, gram3(p)) | gbit(g, gram3(p + 1)) |
 			    gbit(g, gram3(p + 2)) | gbit(g, gram3(p + 3)))
@@ -724,6 +737,9 @@ ac_build(struct pattern *pats, size_t n)
 				if (d == a->npair)
 					memcpy(a->pair[a->npair++], pats[i].p, 2);
 			}
+			/* 8 KiB a job's secrets and token prefixes do without. */
+			free(a->gram);
+			a->gram = NULL;
 		}
 	}
 	if (minlen >= JUMP_MINLEN) {

@@ -1137,8 +1137,10 @@ job_start(const struct job_env *env, struct api_job *payload, struct job_setting
 	lc.path = job->log_path;
 	lc.limit = job->set.output_limit;
 	lc.timestamps = job->set.timestamps;
-	for (i = 0; i < 3; i++)
-		lc.masker[i] = make_masker(job);
+	/* The streams' maskers share one set of compiled rules. */
+	lc.masker[0] = make_masker(job);
+	for (i = 1; i < 3; i++)
+		lc.masker[i] = masker_clone(lc.masker[0]);
 	if ((job->log = trace_log_open(&lc)) == NULL) {
 		log_warn("job %" PRId64 ": cannot create %s; logging to /tmp", payload->id,
 		    job->log_path);

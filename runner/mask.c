@@ -78,7 +78,7 @@
 /* Total phrase bytes accepted; beyond it state numbers could overflow. */
 #define PATTERN_BYTES_MAX	((size_t)1 << 30)
 
-/* Entries of the filter of the first 2 or 3 bytes of every pattern. */
+/* Entries (bits) of the filter of the first 2 or 3 bytes of every pattern. */
 #define GRAM_SIZE	65536
 /* 2-byte entries set past which 3 bytes filter better (if all that long). */
 #define GRAM2_MAX	256
@@ -94,6 +94,15 @@
  */
 #define JUMP_MINLEN	8
 #define JUMP_WINDOW	32
+/*
+ * The jump table has at least JUMP_SPARSE entries for each 4 bytes of a
+ * window put in, so that text hits one by chance rarely (1 in 64 at most,
+ * below JUMP_BITS_MAX) and the jumps stay long; and 2^JUMP_BITS_MIN
+ * entries at least.  With a job's few secrets that is a few KiB, not 64.
+ */
+#define JUMP_SPARSE	64
+#define JUMP_BITS_MIN	10
+#define JUMP_BITS_MAX	16
 
 #define PREFIXES_MAX	15
 #define URL_KEY_MAX	20	/* strlen("x-amz-security-token") */
@@ -117,12 +126,17 @@ struct ac {
 	uint8_t		 skip[256];	/* byte leaves the root where it is */
 	unsigned	 nstart;	/* bytes that leave the root */
 	uint8_t		 start[FIND_MAX];	/* they, when that few */
-	unsigned	 gramlen;	/* 2 or 3: gram[] is there */
-	uint8_t		*gram;		/* GRAM_SIZE: can a pattern start so */
-	unsigned	 npair;		/* gramlen 2 and this few first pairs: */
-	uint8_t		 pair[PAIR_MAX][2];	/* they */
+	/*
+	 * gramlen 2 or 3: the filter is gram[], or with gramlen 2 and npair
+	 * first pairs pair[] (then gram is NULL: the pairs are all it said).
+	 */
+	unsigned	 gramlen;
+	uint8_t		*gram;		/* GRAM_SIZE bits: can a pattern start so */
+	unsigned	 npair;
+	uint8_t		 pair[PAIR_MAX][2];
 	size_t		 window;	/* jump[] is there: its window */
-	uint8_t		*jump;		/* GRAM_SIZE, by gram4() of 4 bytes */
+	uint8_t		*jump;		/* by gram4() of 4 bytes */
+	unsigned	 jshift;	/* gram4()'s: 32 - log2(jump[]'s size) */
 	uint32_t	*delta;		/* ndense rows: target | AC_SPECIAL */
 	uint32_t	*fail;
 	uint32_t	*depth;
@@ -137,7 +151,19 @@ enum url_state {
 	URL_VALUE,	/* dropping a secret value */
 };
 
+/*
+ * The automata, built once and shared by a masker and its clones: they
+ * are only read while masking, so one copy serves every stream of a job.
+ */
+struct rules {
+	unsigned	 refs;		/* maskers using them */
+	struct ac	*phr;
+	struct ac	*tok;
+};
+
 struct masker {
+	struct rules	*rules;
+	/* rules->phr and ->tok, at hand. */
 	struct ac	*phr;		/* NULL: no phrases */
 	struct ac	*tok;		/* NULL: no prefixes */
 	bool		 url;
@@ -291,8 +317,9 @@ pattern_cmp(const void *a, const void *b)
 
 /*
  * Where in the filter the 2 or 3 bytes at p go: 2 bytes exactly, 3 hashed
- * (Fibonacci hashing).  The filter is a byte per entry, not a bit, so that
- * the test on every byte of text is one load.
+ * (Fibonacci hashing).  The filter is a bit per entry: 8 KiB stays in the
+ * L1 cache, which pays for the shift and mask a test takes, and every
+ * masker of a job holding 64 KiB of bytes was most of its memory.
  */
 static inline uint32_t
 gram2(const uint8_t *p)
@@ -300,14 +327,17 @@ gram2(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8;
 }
 
-/* 4 bytes hashed, for the jump table: digits and hex are sparser so. */
+/*
+ * 4 bytes hashed, for the jump table: digits and hex are sparser so.
+ * shift is 32 - the hash's bits.
+ */
 static inline uint32_t
-gram4(const uint8_t *p)
+gram4(const uint8_t *p, unsigned shift)
 {
 	uint32_t	 v;
 
 	memcpy(&v, p, 4);
-	return (v * 0x9e3779b1u) >> 16;
+	return (v * 0x9e3779b1u) >> shift;
 }
 
 static inline uint32_t
@@ -410,10 +440,32 @@ pair_find(const struct ac *a, const uint8_t *p, const uint8_t *e)
 	return p;
 }
 
+/* Bit h of the filter g, as 0 or 1. */
+static inline unsigned
+gbit(const uint8_t *g, uint32_t h)
+{
+	return (unsigned)(g[h >> 3] >> (h & 7)) & 1;
+}
+
+static inline void
+gset(uint8_t *g, uint32_t h)
+{
+	g[h >> 3] |= (uint8_t)(1u << (h & 7));
+}
+
+/* Can a pattern begin at p (2 or 3 bytes there)? */
 static inline bool
 gram_hit(const struct ac *a, const uint8_t *p)
 {
-	return a->gram[a->gramlen == 3 ? gram3(p) : gram2(p)] != 0;
+	unsigned	 k;
+
+	if (a->npair == 0)
+		return gbit(a->gram, a->gramlen == 3 ? gram3(p) : gram2(p)) != 0;
+	for (k = 0; k < a->npair; k++) {
+		if (p[0] == a->pair[k][0] && p[1] == a->pair[k][1])
+			return true;
+	}
+	return false;
 }
 
 /*
@@ -439,11 +491,11 @@ ac_skip(const struct ac *a, const uint8_t *p, const uint8_t *e,
 	const uint8_t	*g = a->gram;
 	unsigned	 sh;
 
-	if (g == NULL && a->nstart <= FIND_MAX)
+	if (a->gramlen == 0 && a->nstart <= FIND_MAX)
 		return find_any(a->start, a->nstart, next, p, e);
 	if (a->jump != NULL) {
 		while ((size_t)(e - p) >= a->window) {
-			sh = a->jump[gram4(p + a->window - 4)];
+			sh = a->jump[gram4(p + a->window - 4, a->jshift)];
 			if (sh != 0)
 				p += sh;
 			else if (gram_hit(a, p))
@@ -451,33 +503,33 @@ ac_skip(const struct ac *a, const uint8_t *p, const uint8_t *e,
 			else
 				p++;
 		}
-	} else if (a->npair > 0) {
+	}
+	if (a->npair > 0) {
 		p = pair_find(a, p, e);
 		if (e - p >= 2)
 			return p;
-	}
-	/*
-	 * Four places a turn, one branch: the loads do not depend on each
-	 * other, so the CPU overlaps them.
-	 */
-	if (a->gramlen == 3) {
+	} else if (a->gramlen == 3) {
+		/*
+		 * Four places a turn, one branch: the loads do not depend
+		 * on each other, so the CPU overlaps them.
+		 */
 		for (; e - p >= 6; p += 4) {
-			if (g[gram3(p)] | g[gram3(p + 1)] | g[gram3(p + 2)] |
-			    g[gram3(p + 3)])
+			if (gbit(g, gram3(p)) | gbit(g, gram3(p + 1)) |
+			    gbit(g, gram3(p + 2)) | gbit(g, gram3(p + 3)))
 				break;
 		}
 		for (; e - p >= 3; p++) {
-			if (g[gram3(p)])
+			if (gbit(g, gram3(p)))
 				return p;
 		}
 	} else if (a->gramlen == 2) {
 		for (; e - p >= 5; p += 4) {
-			if (g[gram2(p)] | g[gram2(p + 1)] | g[gram2(p + 2)] |
-			    g[gram2(p + 3)])
+			if (gbit(g, gram2(p)) | gbit(g, gram2(p + 1)) |
+			    gbit(g, gram2(p + 2)) | gbit(g, gram2(p + 3)))
 				break;
 		}
 		for (; e - p >= 2; p++) {
-			if (g[gram2(p)])
+			if (gbit(g, gram2(p)))
 				return p;
 		}
 	}
@@ -534,6 +586,7 @@ ac_build(struct pattern *pats, size_t n)
 	size_t		 total = 0, maxlen = 0, minlen = SIZE_MAX, i, d, lcp;
 	size_t		 ncls = 1, row;
 	uint32_t	 nt, head, tail, u, v, s, c, h;
+	unsigned	 bits;
 	bool		 used[256] = { false };
 
 	qsort(pats, n, sizeof *pats, pattern_cmp);
@@ -665,16 +718,16 @@ ac_build(struct pattern *pats, size_t n)
 	}
 	if (minlen >= 2) {
 		a->gramlen = 2;
-		a->gram = xcalloc(GRAM_SIZE, 1);
+		a->gram = xcalloc(GRAM_SIZE / 8, 1);
 		for (i = 0, c = 0; i < n; i++) {
-			c += !a->gram[gram2(pats[i].p)];
-			a->gram[gram2(pats[i].p)] = 1;
+			c += !gbit(a->gram, gram2(pats[i].p));
+			gset(a->gram, gram2(pats[i].p));
 		}
 		if (c > GRAM2_MAX && minlen >= 3) {
 			a->gramlen = 3;
-			memset(a->gram, 0, GRAM_SIZE);
+			memset(a->gram, 0, GRAM_SIZE / 8);
 			for (i = 0; i < n; i++)
-				a->gram[gram3(pats[i].p)] = 1;
+				gset(a->gram, gram3(pats[i].p));
 		} else if (c <= PAIR_MAX) {
 			for (i = 0; i < n; i++) {
 				for (d = 0; d < a->npair; d++) {
@@ -684,16 +737,24 @@ ac_build(struct pattern *pats, size_t n)
 				if (d == a->npair)
 					memcpy(a->pair[a->npair++], pats[i].p, 2);
 			}
+			/* 8 KiB a job's secrets and token prefixes do without. */
+			free(a->gram);
+			a->gram = NULL;
 		}
 	}
 	if (minlen >= JUMP_MINLEN) {
 		/* Where 4 bytes end in a pattern's window: window - end. */
 		a->window = minlen < JUMP_WINDOW ? minlen : JUMP_WINDOW;
-		a->jump = xmalloc(GRAM_SIZE);
-		memset(a->jump, (int)(a->window - 3), GRAM_SIZE);
+		for (bits = JUMP_BITS_MIN; bits < JUMP_BITS_MAX &&
+		    ((size_t)1 << bits) / JUMP_SPARSE / (a->window - 3) < n;
+		    bits++)
+			;
+		a->jshift = 32 - bits;
+		a->jump = xmalloc((size_t)1 << bits);
+		memset(a->jump, (int)(a->window - 3), (size_t)1 << bits);
 		for (i = 0; i < n; i++) {
 			for (d = 4; d <= a->window; d++) {
-				h = gram4(pats[i].p + d - 4);
+				h = gram4(pats[i].p + d - 4, a->jshift);
 				if (a->jump[h] > a->window - d)
 					a->jump[h] = (uint8_t)(a->window - d);
 			}
@@ -1117,22 +1178,20 @@ collect(const char *const *v, size_t n, size_t max, bool dedup, size_t *np)
 	return pats;
 }
 
-struct masker *
-masker_new(const char *const *phrases, size_t n_phrases,
-    const char *const *prefixes, size_t n_prefixes, bool url_params)
+/* A masker for the rules, at the start of a stream. */
+static struct masker *
+masker_start(struct rules *r, bool url_params)
 {
 	struct masker	*m;
-	struct pattern	*pats;
-	size_t		 np, ring;
+	size_t		 ring;
 
 	m = xcalloc(1, sizeof *m);
+	m->rules = r;
+	r->refs++;
+	m->phr = r->phr;
+	m->tok = r->tok;
 	m->url = url_params;
-
-	/* Duplicates among phrases go when the sorted trie is built. */
-	pats = collect(phrases, phrases != NULL ? n_phrases : 0, SIZE_MAX,
-	    false, &np);
-	if (np > 0) {
-		m->phr = ac_build(pats, np);
+	if (m->phr != NULL) {
 		m->hold = xmalloc(m->phr->maxlen);
 		/* The window is at most maxlen, and one byte is being added. */
 		for (ring = 4; ring < m->phr->maxlen + 2; ring *= 2)
@@ -1141,15 +1200,39 @@ masker_new(const char *const *phrases, size_t n_phrases,
 		m->ctag = xcalloc(ring, sizeof *m->ctag);
 		m->clen = xcalloc(ring, sizeof *m->clen);
 	}
+	return m;
+}
+
+struct masker *
+masker_new(const char *const *phrases, size_t n_phrases,
+    const char *const *prefixes, size_t n_prefixes, bool url_params)
+{
+	struct rules	*r;
+	struct pattern	*pats;
+	size_t		 np;
+
+	r = xcalloc(1, sizeof *r);
+
+	/* Duplicates among phrases go when the sorted trie is built. */
+	pats = collect(phrases, phrases != NULL ? n_phrases : 0, SIZE_MAX,
+	    false, &np);
+	if (np > 0)
+		r->phr = ac_build(pats, np);
 	free(pats);
 
 	/* The first PREFIXES_MAX distinct prefixes count (protocol.md 6.5). */
 	pats = collect(prefixes, prefixes != NULL ? n_prefixes : 0,
 	    PREFIXES_MAX, true, &np);
 	if (np > 0)
-		m->tok = ac_build(pats, np);
+		r->tok = ac_build(pats, np);
 	free(pats);
-	return m;
+	return masker_start(r, url_params);
+}
+
+struct masker *
+masker_clone(const struct masker *m)
+{
+	return masker_start(m->rules, m->url);
 }
 
 void
@@ -1157,8 +1240,11 @@ masker_free(struct masker *m)
 {
 	if (m == NULL)
 		return;
-	ac_free(m->phr);
-	ac_free(m->tok);
+	if (--m->rules->refs == 0) {
+		ac_free(m->rules->phr);
+		ac_free(m->rules->tok);
+		free(m->rules);
+	}
 	free(m->hold);
 	free(m->ctag);
 	free(m->clen);

@@ -19,7 +19,11 @@
  *   3. token prefixes: "<prefix><run of [0-9A-Za-z._=-]>" keeps the prefix
  *      and the run becomes "[MASKED]" (glpat-abc -> glpat-[MASKED]).
  *
- * Ownership: the masker copies every phrase and prefix it is given.
+ * Ownership: the masker copies every phrase and prefix it is given.  The
+ * compiled rules (the automata, the bulk of a masker's memory) are shared
+ * between a masker and its clones, read only, and freed with the last of
+ * them; each masker has its own stream state.  Maskers are not thread-safe,
+ * a masker and its clones included: use them from one thread.
  */
 #ifndef RUNNER_MASK_H
 #define RUNNER_MASK_H
@@ -37,6 +41,12 @@ struct masker;
  */
 struct masker	*masker_new(const char *const *phrases, size_t n_phrases,
 		    const char *const *prefixes, size_t n_prefixes, bool url_params);
+/*
+ * A masker with m's rules and a fresh stream (what m holds back is not
+ * carried over): the same result as masker_new() with m's arguments, for
+ * a few bytes of its own.  m and the clone may be freed in either order.
+ */
+struct masker	*masker_clone(const struct masker *m);
 void		 masker_free(struct masker *m);
 
 /*

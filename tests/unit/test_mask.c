@@ -583,6 +583,72 @@ test_streaming_hold(void **state)
 	masker_free(m);
 }
 
+/*
+ * A clone shares the rules, not the stream: a secret split across writes
+ * is masked in each, however their writes interleave, and either may be
+ * freed first.
+ */
+static void
+test_clone(void **state)
+{
+	static const char *const p[] = { "secret-value", "sec" };
+	static const char *const pre[] = { "glpat-" };
+	struct masker	*m, *c, *c2;
+	struct buf	 o1, o2, o3;
+	int		 order;
+
+	(void)state;
+	for (order = 0; order < 2; order++) {
+		m = masker_new(p, NELEM(p), pre, NELEM(pre), true);
+		buf_init(&o1, BUF_UNLIMITED);
+		buf_init(&o2, BUF_UNLIMITED);
+		/* Cloned while m holds "secret-" back: the clone starts afresh. */
+		assert_int_equal(masker_write(m, "a secret-", 9, &o1), 0);
+		assert_string_equal(o1.ptr, "a ");
+		c = masker_clone(m);
+		assert_int_equal(masker_write(c, "b secr", 6, &o2), 0);
+		assert_string_equal(o2.ptr, "b ");
+		assert_int_equal(masker_write(m, "val", 3, &o1), 0);
+		assert_int_equal(masker_write(c, "et-va", 5, &o2), 0);
+		write_direct(m, "ue glpat-x ?private_token=y", 27, &o1);
+		write_direct(c, "lue! secre", 10, &o2);
+		assert_int_equal(masker_flush(m, &o1), 0);
+		assert_int_equal(masker_flush(c, &o2), 0);
+		assert_string_equal(o1.ptr, "a " MASKED " glpat-" MASKED " ?private_token=" MASKED);
+		assert_string_equal(o2.ptr, "b " MASKED "! " MASKED "re");
+
+		/* A clone of a clone, outliving both. */
+		c2 = masker_clone(c);
+		if (order == 0) {
+			masker_free(m);
+			masker_free(c);
+		} else {
+			masker_free(c);
+			masker_free(m);
+		}
+		buf_init(&o3, BUF_UNLIMITED);
+		assert_int_equal(masker_write(c2, "x secret-v", 10, &o3), 0);
+		assert_int_equal(masker_write(c2, "alue glpat-z", 12, &o3), 0);
+		assert_int_equal(masker_flush(c2, &o3), 0);
+		assert_string_equal(o3.ptr, "x " MASKED " glpat-" MASKED);
+		masker_free(c2);
+		buf_release(&o1);
+		buf_release(&o2);
+		buf_release(&o3);
+	}
+
+	/* No rules at all: the clone passes the text on as it came. */
+	m = masker_new(NULL, 0, NULL, 0, false);
+	c = masker_clone(m);
+	masker_free(m);
+	buf_init(&o1, BUF_UNLIMITED);
+	assert_int_equal(masker_write(c, "secret", 6, &o1), 0);
+	assert_int_equal(masker_flush(c, &o1), 0);
+	assert_string_equal(o1.ptr, "secret");
+	buf_release(&o1);
+	masker_free(c);
+}
+
 /* Values and runs of any length are dropped as they come, never held. */
 static void
 test_long_value_not_held(void **state)
@@ -1270,6 +1336,7 @@ main(void)
 		cmocka_unit_test(test_default_prefixes),
 		cmocka_unit_test(test_leftmost_longest),
 		cmocka_unit_test(test_streaming_hold),
+		cmocka_unit_test(test_clone),
 		cmocka_unit_test(test_long_value_not_held),
 		cmocka_unit_test(test_rule_overlap),
 		cmocka_unit_test(test_trim_and_duplicates),

@@ -27,6 +27,7 @@
 #include <curl/curl.h>
 
 #include "api/http.h"
+#include "api/pushback.h"
 #include "api/retry.h"
 #include "runner/backoff.h"
 #include "runner/buf.h"
@@ -92,6 +93,8 @@ struct http_req {
 	bool			 holds_slot;
 	struct backoff		 backoff;
 	uint64_t		 wake_at;	/* monotonic ms, in REQ_BACKOFF */
+	struct pushback_gate	*gate;		/* of its endpoint class, in h->gates */
+	bool			 held;		/* in REQ_BACKOFF for the gate, not a retry */
 
 	/* The last attempt's outcome, kept across the wait before a retry. */
 	long			 status;
@@ -128,6 +131,7 @@ struct http {
 	bool		 closed;	/* libcurl released, handles closing */
 	unsigned	 open_handles;	/* libuv handles not yet closed */
 	struct ca_bundle *bundles;	/* system CAs + one ca_file each, made once */
+	struct pushback_gate *gates;	/* one per endpoint class seen */
 };
 
 /* The system CA bundle with one extra CA file appended, in a private file. */
@@ -142,6 +146,10 @@ static void	attempt_start(struct http_req *);
 static void	finish(struct http_req *);
 static void	arm_retry_timer(struct http *);
 static void	maybe_free_http(struct http *);
+static struct pushback_gate *gate_of(struct http_req *);
+static void	hold(struct http_req *, uint64_t);
+static void	wake_held(struct http *, struct pushback_gate *);
+static bool	gate_admits(struct http_req *, uint64_t);
 
 /* ---- libcurl <-> libuv ---- */
 
@@ -297,6 +305,7 @@ maybe_free_http(struct http *h)
 		free(b->ca_file);
 		free(b);
 	}
+	pushback_free(h->gates);
 	free(h->user_agent);
 	free(h);
 }
@@ -754,10 +763,22 @@ attempt_start(struct http_req *r)
 	}
 }
 
+static void
+add_request(struct http *h, struct http_req *r)
+{
+	r->next = h->requests;
+	if (h->requests != NULL)
+		h->requests->prev = r;
+	h->requests = r;
+	h->active++;
+}
+
 int
 http_req_start(struct http_req *r, http_done_cb *cb, void *data)
 {
 	struct http *h = r->h;
+	enum pushback_verdict verdict;
+	uint64_t until = 0;
 
 	if (r->state != REQ_NEW || h->closing || r->deadline_ms == 0)
 		return -EINVAL;
@@ -768,18 +789,30 @@ http_req_start(struct http_req *r, http_done_cb *cb, void *data)
 	r->cb_data = data;
 	r->deadline_at = clock_mono_ms() + r->deadline_ms;
 	backoff_init(&r->backoff, h->backoff_min_ms, h->backoff_max_ms);
+	r->gate = gate_of(r);
+	verdict = pushback_admit(r->gate, r, clock_mono_ms(), &until);
+	if (verdict == PUSHBACK_WAIT_PROBE ||
+	    (verdict == PUSHBACK_WAIT_WINDOW && until < r->deadline_at)) {
+		/*
+		 * GitLab asked for a pause on this endpoint: the first attempt
+		 * waits with the retries.  (One whose deadline ends first is
+		 * sent: its caller would rather have an answer than a timeout.)
+		 */
+		r->attempts = 0;
+		add_request(h, r);
+		hold(r, verdict == PUSHBACK_WAIT_WINDOW ? until : 0);
+		return 0;
+	}
 	r->attempts = 1;
 	curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, (long)(r->attempt_timeout_ms <
 	    r->deadline_ms ? r->attempt_timeout_ms : r->deadline_ms));
 	/* The first attempt fails here, not in the callback: see http.h. */
-	if (curl_multi_add_handle(h->multi, r->easy) != CURLM_OK)
+	if (curl_multi_add_handle(h->multi, r->easy) != CURLM_OK) {
+		pushback_gone(r->gate, r);
 		return -EIO;
+	}
 	r->state = REQ_ACTIVE;
-	r->next = h->requests;
-	if (h->requests != NULL)
-		h->requests->prev = r;
-	h->requests = r;
-	h->active++;
+	add_request(h, r);
 	return 0;
 }
 
@@ -1044,7 +1077,8 @@ on_retry_timer(uv_timer_t *timer)
 	while ((r = h->backoff) != NULL && r->wake_at <= now) {
 		h->backoff = r->wait_next;
 		r->wait_next = NULL;
-		retry_now(r);
+		if (gate_admits(r, now))
+			retry_now(r);
 	}
 	h->in_drain--;
 	arm_retry_timer(h);
@@ -1065,6 +1099,109 @@ arm_retry_timer(struct http *h)
 	}
 	uv_timer_start(&h->retry_timer, on_retry_timer,
 	    h->backoff->wake_at > now ? h->backoff->wake_at - now : 0, 0);
+}
+
+/* ---- pushback: one probe per endpoint class after a server's "wait" ---- */
+
+/* "PATCH http://host:port/jobs/{id}/trace": method, origin, endpoint. */
+static struct pushback_gate *
+gate_of(struct http_req *r)
+{
+	char endpoint[96], *key;
+	const char *p = strstr(r->url, "://"), *end;
+	struct pushback_gate *g;
+	int origin;
+
+	endpoint_label(r->url, endpoint, sizeof(endpoint));
+	end = p != NULL ? strchr(p + 3, '/') : NULL;
+	origin = end != NULL ? (int)(end - r->url) : (int)strlen(r->url);
+	key = xasprintf("%s %.*s%s", r->method, origin, r->url, endpoint);
+	g = pushback_gate(&r->h->gates, key);
+	free(key);
+	return g;
+}
+
+/* Hold r for its gate: until the window ends, or (0) the probe's answer. */
+static void
+hold(struct http_req *r, uint64_t until)
+{
+	r->state = REQ_BACKOFF;
+	r->held = true;
+	r->wake_at = until != 0 && until < r->deadline_at ? until : r->deadline_at;
+	backoff_insert(r);
+	arm_retry_timer(r->h);
+}
+
+/* May r, due now, send?  If not, it is held. */
+static bool
+gate_admits(struct http_req *r, uint64_t now)
+{
+	uint64_t until = 0;
+
+	r->held = false;
+	if (now >= r->deadline_at)
+		return true;	/* attempt_start tells the caller */
+	switch (pushback_admit(r->gate, r, now, &until)) {
+	case PUSHBACK_SEND:
+		return true;
+	case PUSHBACK_WAIT_WINDOW:
+		hold(r, until);
+		return false;
+	case PUSHBACK_WAIT_PROBE:
+		hold(r, 0);
+		return false;
+	}
+	return true;
+}
+
+/* The gate opened, or its probe went: what it held is due now. */
+static void
+wake_held(struct http *h, struct pushback_gate *g)
+{
+	struct http_req **pp = &h->backoff, *r, *woken = NULL;
+	uint64_t now = clock_mono_ms();
+
+	while ((r = *pp) != NULL) {
+		if (r->held && r->gate == g) {
+			*pp = r->wait_next;
+			r->wait_next = woken;
+			woken = r;
+		} else
+			pp = &r->wait_next;
+	}
+	while ((r = woken) != NULL) {
+		woken = r->wait_next;
+		r->wake_at = now;
+		backoff_insert(r);
+	}
+	arm_retry_timer(h);
+}
+
+/*
+ * The server's answer, for the gate: a wait it asked for closes it; an
+ * answer that is no failure opens it; a failure without a wait leaves it
+ * as it is (a probe that failed so retries, and is still the probe).
+ */
+static void
+tell_gate(struct http_req *r, const struct retry_decision *d)
+{
+	uint64_t wait_until = 0;
+	bool was_open = r->gate->until == 0;
+	char *path;
+
+	if (d->again && d->reason != RETRY_WAIT_BACKOFF)
+		wait_until = clock_mono_ms() + d->delay_ms;
+	else if (r->status == 0 || retry_status_retryable(r->status))
+		return;
+	if (pushback_answered(r->gate, r, wait_until)) {
+		wake_held(r->h, r->gate);
+	} else if (was_open && wait_until != 0) {
+		path = log_path(r->url);
+		log_warnx("api: %s %s: GitLab asked for a pause: no more %s requests to this "
+		    "endpoint for %llu ms, then one before the rest", r->method, path,
+		    r->method, (unsigned long long)d->delay_ms);
+		free(path);
+	}
 }
 
 /* One attempt is over: answer the caller, or wait and send it again. */
@@ -1117,6 +1254,7 @@ attempt_done(struct http_req *r, CURLcode rc)
 	in.remaining_ms = remaining_ms(r);
 	in.backoff_ms = backoff_next(&r->backoff, rand_u32());
 	d = retry_decide(&in);
+	tell_gate(r, &d);
 	if (!d.again) {
 		if (r->attempts > 1 && (r->status == 0 || r->status >= 400)) {
 			path = log_path(r->url);
@@ -1183,6 +1321,8 @@ finish(struct http_req *r)
 	if (r->state == REQ_DONE)
 		return;
 	r->state = REQ_DONE;
+	if (r->gate != NULL && pushback_gone(r->gate, r))
+		wake_held(h, r->gate);
 	if (r->prev != NULL)
 		r->prev->next = r->next;
 	else if (h->requests == r)

@@ -502,6 +502,71 @@ test_retry_after_is_honoured(void **state)
 	env_close(&e);
 }
 
+static void	run_for(uv_loop_t *, uint64_t);
+
+static struct http_req *
+start_at(struct env *e, const char *method, const char *path, struct result *r)
+{
+	char url[192];
+	struct http_req *req;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/api/v4/%s", e->srv.port, path);
+	req = http_req_new(e->http, method, url);
+	assert_int_equal(http_req_start(req, on_done, r), 0);
+	return req;
+}
+
+/*
+ * A 429 with Retry-After closes its endpoint class: nothing more of it is
+ * sent in the window (other classes are), then one probe goes alone; when
+ * it is answered, the rest follow.  Without the gate, the later PATCHes
+ * would go at once and each wait its own window after its own 429.
+ */
+static void
+test_pushback_holds_the_class_then_probes_once(void **state)
+{
+	static const struct reply script[] = {
+		{ 429, "Retry-After: 1\r\n", "", 0 },	/* PATCH jobs/1 */
+		{ 204, NULL, "", 0 },			/* PUT jobs/4: another class */
+		{ 429, "Retry-After: 1\r\n", "", 0 },	/* the first probe */
+		{ 202, NULL, "", 0 },			/* the second, then the rest */
+	};
+	struct env e;
+	struct result r[4] = { { 0 } };
+	uint64_t t0;
+	int i, patches_in_second_window = 0;
+
+	(void)state;
+	env_open(&e, script, 4);
+	start_at(&e, "PATCH", "jobs/1/trace", &r[0]);
+	while (e.srv.n_seen < 1)
+		uv_run(&e.loop, UV_RUN_ONCE);
+	run_for(&e.loop, 100);		/* the 429 is read */
+	t0 = e.srv.seen[0].at;
+	start_at(&e, "PATCH", "jobs/2/trace", &r[1]);
+	start_at(&e, "PATCH", "jobs/3/trace", &r[2]);
+	start_at(&e, "PUT", "jobs/4", &r[3]);
+	for (i = 0; i < 4; i++)
+		wait_for(&e, &r[i]);
+
+	assert_int_equal(r[3].status, 204);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(r[i].status, 202);
+	/* 429, PUT, probe (429), probe (202), the two others: nothing more. */
+	assert_int_equal(e.srv.n_seen, 6);
+	assert_string_equal(e.srv.seen[1].method, "PUT");
+	assert_true(e.srv.seen[1].at - t0 < 1000);
+	for (i = 2; i < 6; i++) {
+		assert_string_equal(e.srv.seen[i].method, "PATCH");
+		assert_true(e.srv.seen[i].at - t0 >= 1000);
+		if (e.srv.seen[i].at - t0 < 2000)
+			patches_in_second_window++;
+	}
+	assert_int_equal(patches_in_second_window, 1);
+	assert_true(e.srv.seen[3].at - e.srv.seen[2].at >= 1000);
+	env_close(&e);
+}
+
 static void
 test_wait_past_deadline_returns_the_answer(void **state)
 {
@@ -717,6 +782,7 @@ main(void)
 		cmocka_unit_test(test_retries_send_the_same_bytes),
 		cmocka_unit_test(test_streamed_body_rewinds),
 		cmocka_unit_test(test_streamed_body_range),
+		cmocka_unit_test(test_pushback_holds_the_class_then_probes_once),
 		cmocka_unit_test(test_retry_after_is_honoured),
 		cmocka_unit_test(test_wait_past_deadline_returns_the_answer),
 		cmocka_unit_test(test_client_errors_are_not_retried),

@@ -706,6 +706,13 @@ setup_easy(struct http_req *r)
 		curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, on_seek_body);
 		curl_easy_setopt(e, CURLOPT_SEEKDATA, r);
 		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+		/*
+		 * libcurl's upload buffer is 64 KiB per handle; a log PATCH
+		 * (at most 1 MiB) in flight for each of 100 jobs would hold
+		 * 6 MiB of them.  Its smallest, 16 KiB, for all but big files.
+		 */
+		if (r->body_len <= 1024 * 1024)
+			curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
 	} else if (r->has_body || strcmp(r->method, "POST") == 0) {
 		/* Our own buffer: libcurl reads it anew for every send. */
 		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body.len);

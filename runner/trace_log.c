@@ -46,7 +46,11 @@
 #include "runner/xmalloc.h"
 
 #define TL_NSTREAMS	3
-#define TL_WBUF_SIZE	(64 * 1024)
+/*
+ * Per running job: 32 KiB already makes a write(2) rare next to the bytes
+ * it carries, and a hundred jobs should not cost a hundred 64 KiB buffers.
+ */
+#define TL_WBUF_SIZE	(32 * 1024)
 /* The timestamper's partial-line buffer, header included (as gitlab-runner). */
 #define TS_BUFSIZE	(8 * 1024)
 #define TS_HDRLEN	32

@@ -5,7 +5,9 @@ run.py prints and stores them.  Values are kept raw (every run) so the
 JSON can be read again without re-running.
 """
 import os
+import signal
 import statistics
+import subprocess
 import sys
 import time
 
@@ -48,6 +50,28 @@ def daemon_env(work):
     env["HOME"] = os.path.join(work, "home")
     os.makedirs(env["HOME"], exist_ok=True)
     return env
+
+
+def start_daemon(cfg, work, env=None, cwd=None):
+    """`runner run -c cfg -d work` in daemon_env(work) (or env); stderr to
+    work/stderr, for whoever looks into a run that went wrong."""
+    return subprocess.Popen([RUNNER, "run", "-c", cfg, "-d", work],
+                            env=env if env is not None else daemon_env(work), cwd=cwd,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=open(os.path.join(work, "stderr"), "w"))
+
+
+def stop_daemon(p, timeout=30):
+    """SIGQUIT, as a deploy would (finish the jobs, then exit); SIGKILL
+    when that takes more than timeout seconds."""
+    if p.poll() is not None:
+        return
+    p.send_signal(signal.SIGQUIT)
+    try:
+        p.wait(timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
 
 
 def proc_status(pid, *keys):

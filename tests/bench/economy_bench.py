@@ -29,11 +29,9 @@ after the 204, the round trip) is measured, and the hour is extrapolated as
 import json
 import os
 import statistics
-import signal
-import subprocess
 import time
 
-from common import RUNNER, daemon_env, figure, wait_for
+from common import daemon_env, figure, start_daemon, stop_daemon, wait_for
 
 ID = "economy"
 TITLE = "requests to GitLab per job and per idle entry-hour"
@@ -146,9 +144,7 @@ def _peak_rate(reqs, since=None, until=None):
 def _daemon(work, cfg, env_extra):
     env = daemon_env(work)
     env.update(env_extra)
-    return subprocess.Popen([RUNNER, "run", "-c", cfg, "-d", work], env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=open(os.path.join(work, "stderr"), "w"))
+    return start_daemon(cfg, work, env)
 
 
 def run(work):
@@ -216,12 +212,7 @@ def run(work):
                 jobs_gl.wait_for_job(j, ("success", "failed"), timeout=job_s + 120)
             t_end = time.monotonic()
         finally:
-            p.send_signal(signal.SIGQUIT)
-            try:
-                p.wait(20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+            stop_daemon(p, 20)
         violations = [v for g in doubles for v in g.violations]
         lp_reqs = [r for r in lp_gl.requests_for("POST", r"/jobs/request$")
                    if r.time >= t0 + IDLE_SETTLE]

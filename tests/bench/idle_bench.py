@@ -9,11 +9,9 @@ what follows SETTLE, so warm-up (first half only) can be told from a leak
 (both halves).
 """
 import os
-import signal
-import subprocess
 import time
 
-from common import RUNNER, cpu_seconds, daemon_env, figure, proc_status
+from common import cpu_seconds, figure, proc_status, start_daemon, stop_daemon
 
 ID = "idle"
 TITLE = "idle daemon: memory, growth, CPU per job request"
@@ -37,11 +35,8 @@ def _idle(work, n):
             # gitlab-runner's default check_interval; one slot per entry so
             # no entry's hold waits on another's.
             f.write(config_text(entries, concurrent=n, check_interval=3))
-        env = daemon_env(d)
         t0 = time.monotonic()
-        p = subprocess.Popen([RUNNER, "run", "-c", cfg, "-d", d], env=env,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=open(os.path.join(d, "stderr"), "w"))
+        p = start_daemon(cfg, d)
         samples, cpu_at = [], {}
         for second in range(1, WINDOW + 1):
             time.sleep(max(0.0, t0 + second - time.monotonic()))
@@ -50,12 +45,7 @@ def _idle(work, n):
             samples.append(proc_status(p.pid, "VmRSS", "RssAnon"))
             if second in (SETTLE, WINDOW):
                 cpu_at[second] = cpu_seconds(p.pid)
-        p.send_signal(signal.SIGQUIT)
-        try:
-            p.wait(15)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        stop_daemon(p, 15)
         reqs = [r for r in gitlab.requests_for("POST", r"/jobs/request$")
                 if t0 + SETTLE <= r.time < t0 + WINDOW]
         violations = gitlab.violations

@@ -32,12 +32,10 @@ level (default 100), BENCH_JOBS_LEVELS the levels ("1,10,25,50,100").
 """
 import os
 import re
-import signal
-import subprocess
 import threading
 import time
 
-from common import OUT, RUNNER, cpu_seconds, daemon_env, figure, proc_status
+from common import OUT, cpu_seconds, figure, proc_status, start_daemon, stop_daemon
 
 ID = "jobs100"
 TITLE = "N concurrent shell jobs printing 4 MiB each: daemon memory and CPU"
@@ -102,11 +100,8 @@ def _level(work, k, n):
                                        output_limit=(n * 2 >> 10) + 1024,
                                        builds_dir=os.path.join(d, "builds"))],
                                 concurrent=k, check_interval=1, shutdown_timeout=30))
-        env = daemon_env(d)
         t_start = time.monotonic()
-        p = subprocess.Popen([RUNNER, "run", "-c", cfg, "-d", d], env=env, cwd=d,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=open(os.path.join(d, "stderr"), "w"))
+        p = start_daemon(cfg, d, cwd=d)
         # Idle: started, asked for jobs, holding a request open.
         gitlab.wait_for(lambda: any(q.hold_outcome == "holding" and q.time > t_start
                                     for q in gitlab.requests_for("POST", r"/jobs/request$")),
@@ -136,12 +131,7 @@ def _level(work, k, n):
         reps = [j.report() for j in jobs]
     finally:
         if p is not None:
-            p.send_signal(signal.SIGQUIT)
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+            stop_daemon(p, 30)
         gitlab.stop()
 
     bad = [f"job {x['id']}: {x['status']}" for x in reps if x["status"] != "success"]

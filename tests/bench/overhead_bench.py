@@ -36,7 +36,7 @@ import signal
 import subprocess
 import time
 
-from common import RUNNER, daemon_env, figure
+from common import RUNNER, daemon_env, figure, stop_daemon
 
 ID = "overhead"
 TITLE = "job `echo hello`: runner time over running its stage scripts with bash"
@@ -55,17 +55,6 @@ def _start(argv, work, env, tag):
     return subprocess.Popen(argv, env=env, cwd=work, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL,
                             stderr=open(os.path.join(work, f"stderr.{tag}"), "w"))
-
-
-def _stop(p):
-    if p.poll() is not None:
-        return
-    p.send_signal(signal.SIGQUIT)
-    try:
-        p.wait(15)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
 
 
 def _run_job(gitlab, r, timeout=60):
@@ -169,7 +158,7 @@ def _strace_counts(work, cfg, env, gitlab, r, holding):
             kids = []
         for kid in kids:
             os.kill(kid, signal.SIGQUIT)
-        _stop(p)
+        stop_daemon(p, 15)
     login = shells = progs = 0
     ok = re.compile(r'^execve\("([^"]*)", \[(.*?)\].*\) = 0$', re.M)
     for f in glob.glob(os.path.join(d, "t.*")):
@@ -213,7 +202,7 @@ def run(work):
             gitlab.wait_for(holding(t), timeout=30)
             _run_job(gitlab, r, timeout=120)
         finally:
-            _stop(p)
+            stop_daemon(p, 15)
         scripts = []
         for s in sorted(f for f in glob.glob(os.path.join(cap, "stage.*"))
                         if not f.endswith(".argv")):
@@ -236,7 +225,7 @@ def run(work):
                 replays.append(_replay(scripts, env, work) * 1e3)
                 t = time.monotonic()
         finally:
-            _stop(p)
+            stop_daemon(p, 15)
         limit = _bash_true()
 
         # 3. Shells and programs per job, under strace (a run of its own: strace is slow).

@@ -23,11 +23,9 @@ import json
 import os
 import random
 import shutil
-import signal
-import subprocess
 import time
 
-from common import OUT, RUNNER, daemon_env, figure, wait_for
+from common import OUT, figure, start_daemon, stop_daemon, wait_for
 
 ID = "pickup"
 TITLE = "job creation to 201 received"
@@ -36,25 +34,13 @@ STUCK = []         # jobs `true` that had not ended 30 s after pickup (see run()
 HOLD3 = 6          # the third mode waits out holds: shortened from 50 s
 
 
-def _daemon(work, cfg):
-    env = daemon_env(work)
-    return subprocess.Popen([RUNNER, "run", "-c", cfg, "-d", work], env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=open(os.path.join(work, "stderr"), "w"))
-
-
 def _stop(p):
     if STUCK:
         # Keep the daemon's log of a job that hung, for whoever looks into it.
         os.makedirs(OUT, exist_ok=True)
         shutil.copy(p.args[p.args.index("-d") + 1] + "/stderr",
                     os.path.join(OUT, f"pickup-stuck-{STUCK[-1]}.stderr"))
-    p.send_signal(signal.SIGQUIT)
-    try:
-        p.wait(20)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
+    stop_daemon(p, 20)
 
 
 def _holding(gitlab, runner):
@@ -101,7 +87,7 @@ def _setup(work, name, n_entries, concurrent, long_poll, check_interval=3):
         f.write(config_text([entry(gitlab, r, f"{name}-{i}", builds_dir=os.path.join(d, "b"))
                              for i, r in enumerate(runners)],
                             concurrent=concurrent, check_interval=check_interval))
-    return gitlab, runners, _daemon(d, cfg)
+    return gitlab, runners, start_daemon(cfg, d)
 
 
 def _long_poll(work, payload, n):

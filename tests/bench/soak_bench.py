@@ -19,11 +19,10 @@ ERROR SUMMARY are parsed from its log.
 """
 import os
 import re
-import signal
 import subprocess
 import time
 
-from common import RUNNER, daemon_env, figure, proc_status, wait_for
+from common import RUNNER, daemon_env, figure, proc_status, stop_daemon, wait_for
 
 ID = "soak"
 TITLE = "many short jobs with cancels and aborts: RSS, fds, valgrind"
@@ -145,12 +144,7 @@ class _Soak:
 
     def stop(self, timeout=60):
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGQUIT)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            stop_daemon(self.proc, timeout)
         self.stderr.close()
         self.gitlab.stop()
         return self.proc.returncode

@@ -9,11 +9,10 @@ loading of the CA store.
 """
 import os
 import shutil
-import signal
 import subprocess
 import time
 
-from common import OUT, RUNNER, daemon_env, figure, wait_for
+from common import OUT, RUNNER, daemon_env, figure, stop_daemon, wait_for
 
 ID = "startup"
 TITLE = "exec to first job request; binary size"
@@ -38,12 +37,7 @@ def _first_request(gitlab, cfg, work):
                         10, "the first job request")
         return reqs[0].time - t0     # the double stamps requests with time.monotonic()
     finally:
-        p.send_signal(signal.SIGQUIT)
-        try:
-            p.wait(10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        stop_daemon(p, 10)
 
 
 def _exec_to_request(work, files=None):

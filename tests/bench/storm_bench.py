@@ -22,11 +22,9 @@ The issue's size is S = 120, W = 30; the default is S = 60, W = 15 to keep
 """
 import os
 import re
-import signal
-import subprocess
 import time
 
-from common import RUNNER, daemon_env, figure, proc_status, wait_for
+from common import figure, proc_status, start_daemon, stop_daemon, wait_for
 
 ID = "storm"
 TITLE = "429 storm with Retry-After while 50 jobs run"
@@ -84,10 +82,7 @@ def run(work):
                 if m and state in ("success", "failed"):
                     final_at.setdefault(int(m.group(1)), time.monotonic())
         gitlab.listeners.append(on_answer)
-        env = daemon_env(work)
-        p = subprocess.Popen([RUNNER, "run", "-c", cfg, "-d", work], env=env,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=open(os.path.join(work, "stderr"), "w"))
+        p = start_daemon(cfg, work)
         # Every job running and its log arriving: the storm hits a working daemon.
         wait_for(lambda: all(j.status == "running" and len(j.trace) > 0 for j in jobs),
                  120, "all 50 jobs running with some log received", interval=0.1)
@@ -129,12 +124,7 @@ def run(work):
         violations = gitlab.violations
     finally:
         if p is not None and p.poll() is None:
-            p.send_signal(signal.SIGQUIT)
-            try:
-                p.wait(40)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+            stop_daemon(p, 40)
         gitlab.stop()
 
     lost = [x for x in reports if x["status"] != "success" or not x["checksum_ok"]]

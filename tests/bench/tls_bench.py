@@ -21,11 +21,10 @@ BENCH_TLS_JOBS and BENCH_TLS_CONCURRENT set the job counts (defaults 60
 and 50, not the issue's 200 and 100, to keep `make bench` short).
 """
 import os
-import signal
 import subprocess
 import time
 
-from common import RUNNER, daemon_env, figure
+from common import figure, start_daemon, stop_daemon
 from limits import conn_bench
 
 ID = "tls"
@@ -35,22 +34,6 @@ ROUNDS = 5
 FRESH = 30          # new connections measured with the runner's CA options, in all
 CAPATH_FRESH = 10   # ... and with CAPATH left set (~30 ms each)
 CLI_RUNS = 1        # `curl --cacert` per round
-
-
-def _start(cfg, work):
-    env = daemon_env(work)
-    return subprocess.Popen([RUNNER, "run", "-c", cfg, "-d", work], env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=open(os.path.join(work, "stderr"), "w"))
-
-
-def _stop(p):
-    p.send_signal(signal.SIGQUIT)
-    try:
-        p.wait(30)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
 
 
 def _write_config(gitlab, runner, files, work, concurrent):
@@ -91,7 +74,7 @@ def _sequential(files, work, n):
         r = gitlab.add_runner(token=new_token())
         cfg = _write_config(gitlab, r, files, work, 1)
         jobs = _queue(gitlab, r, n, ["echo hi"])
-        p = _start(cfg, work)
+        p = start_daemon(cfg, work)
         try:
             for j in jobs[:WARM]:
                 gitlab.wait_for_job(j, ("success", "failed"), timeout=120)
@@ -100,7 +83,7 @@ def _sequential(files, work, n):
                 gitlab.wait_for_job(j, ("success", "failed"), timeout=120)
             hs1, req1 = gitlab.tls_handshakes, len(gitlab.requests)
         finally:
-            _stop(p)
+            stop_daemon(p)
         _check(jobs, gitlab, "sequential jobs")
         return {"per_job": (hs1 - hs0) / (n - WARM), "total": hs1,
                 "requests_per_job": (req1 - req0) / (n - WARM),
@@ -118,7 +101,7 @@ def _concurrent(files, work, n):
         r = gitlab.add_runner(token=new_token())
         cfg = _write_config(gitlab, r, files, work, n)
         jobs = _queue(gitlab, r, n, ["sleep 2"])
-        p = _start(cfg, work)
+        p = start_daemon(cfg, work)
         running = 0
         try:
             deadline = time.monotonic() + 60 + 2 * n
@@ -133,7 +116,7 @@ def _concurrent(files, work, n):
             time.sleep(1)
             idle = gitlab.open_connections
         finally:
-            _stop(p)
+            stop_daemon(p)
         _check(jobs, gitlab, "concurrent jobs")
         return {"peak": gitlab.max_open_connections, "handshakes": gitlab.tls_handshakes,
                 "idle": idle, "running": running, "violations": gitlab.violations}

@@ -19,11 +19,10 @@ size (default 128 MiB, not the issue's 1 GiB, to keep `make bench` short).
 import os
 import re
 import secrets
-import signal
 import subprocess
 import time
 
-from common import RUNNER, cpu_seconds, daemon_env, figure
+from common import cpu_seconds, figure, start_daemon, stop_daemon
 from limits import uv_pipe_mib_s
 
 ID = "trace"
@@ -69,22 +68,14 @@ def _once(work, mb, files=None):
                                        builds_dir=os.path.join(work, "builds"), **tls)]))
         job = gitlab.add_job(job_payload(script=script, variables=without_sources(masked)),
                              runner=r)
-        env = daemon_env(work)
         t0 = time.monotonic()
-        p = subprocess.Popen([RUNNER, "run", "-c", cfg, "-d", work], env=env,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=open(os.path.join(work, "stderr"), "w"))
+        p = start_daemon(cfg, work)
         try:
             gitlab.wait_for_job(job, ("success", "failed"), timeout=60 + mb * 2)
             wall = time.monotonic() - t0
             cpu = cpu_seconds(p.pid)
         finally:
-            p.send_signal(signal.SIGQUIT)
-            try:
-                p.wait(20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+            stop_daemon(p, 20)
         rep = job.report()
     finally:
         gitlab.stop()

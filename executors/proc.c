@@ -13,6 +13,7 @@
  * Output is never buffered here: each read goes to the owner from one
  * fixed buffer, so a stage printing gigabytes costs no memory.
  */
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include "executors/proc.h"
+#include "runner/fdio.h"
 #include "runner/log.h"
 #include "runner/xmalloc.h"
 
@@ -56,12 +58,10 @@ struct proc {
 	enum proc_state	 state;
 
 	uv_process_t	 process;
-	uv_pipe_t	 in;		/* our end of the child's stdin */
 	uv_pipe_t	 out;		/* our end of its stdout */
 	uv_pipe_t	 err;		/* our end of its stderr */
 	uv_timer_t	 drain;		/* after the exit: wait, kill, give up */
 	uv_timer_t	 kill;		/* after a cancel: SIGKILL */
-	uv_write_t	 write_req;
 	int		 handles;	/* initialised and not yet closed */
 
 	int		 pid;		/* also the process group id */
@@ -81,8 +81,6 @@ struct proc {
 	uint64_t	 kill_at;	/* loop time of the cancel's SIGKILL */
 	bool		 failed;	/* start failed: close, call nobody */
 	int		 exit_code;
-
-	char		*input;		/* our copy, until it is written */
 
 	proc_output_cb	*output_cb;
 	proc_done_cb	*done_cb;
@@ -186,7 +184,6 @@ proc_on_close(uv_handle_t *h)
 		return;
 	if (!p->failed && p->done_cb != NULL)
 		p->done_cb(0, p->exit_code, p->arg);
-	free(p->input);
 	free(p);
 }
 
@@ -204,7 +201,6 @@ proc_close_all(struct proc *p, bool process)
 {
 	if (process)
 		proc_close(&p->process);
-	proc_close(&p->in);
 	proc_close(&p->out);
 	proc_close(&p->err);
 	proc_close(&p->drain);
@@ -355,18 +351,33 @@ proc_on_kill(uv_timer_t *t)
 	}
 }
 
-/* The input is written (or cannot be: the child is gone); close stdin. */
-static void
-proc_on_written(uv_write_t *req, int status)
+/*
+ * The child's stdin: its input in a memory file, or /dev/null.  A shell
+ * reads a script from a pipe a byte at a time, so as not to read past
+ * what the commands it starts should find on stdin; from a file it reads
+ * blocks and seeks back.  That is thousands of read(2)s less per stage,
+ * and the script, secrets and all, is never on a disk.
+ */
+static int
+proc_input_fd(const struct proc_spec *spec, uv_file *fd)
 {
-	struct proc	*p = req->data;
+	int	f, rc;
 
-	if (status != 0 && status != UV_ECANCELED)
-		log_debug("process %d: writing its input: %s", p->pid,
-		    uv_strerror(status));
-	free(p->input);
-	p->input = NULL;
-	proc_close(&p->in);
+	if (spec->inputlen == 0)
+		f = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	else
+		f = memfd_create("runner-input", MFD_CLOEXEC);
+	if (f == -1)
+		return -errno;
+	if (spec->inputlen > 0 &&
+	    (fd_write_all(f, spec->input, spec->inputlen) != 0 ||
+	    lseek(f, 0, SEEK_SET) != 0)) {
+		rc = -errno;
+		close(f);
+		return rc;
+	}
+	*fd = f;
+	return 0;
 }
 
 /* Close both ends of a pipe made by uv_pipe(). */
@@ -381,29 +392,26 @@ proc_close_fds(uv_file fds[2])
 }
 
 /*
- * Make a pipe whose end "ours" (0 read, 1 write) goes into the uv_pipe_t h
- * and whose other end is left in *theirs for the child.  Both are
- * close-on-exec; libuv dup2()s the child's end onto 0, 1 or 2, which
- * clears that flag for the copy only.
+ * Make an output pipe: its read end goes into the uv_pipe_t h, its write
+ * end is left in *theirs for the child.  Both are close-on-exec; libuv
+ * dup2()s the child's end onto 1 or 2, which clears that flag for the
+ * copy only.
  */
 static int
-proc_make_pipe(uv_pipe_t *h, int ours, uv_file *theirs)
+proc_make_pipe(uv_pipe_t *h, uv_file *theirs)
 {
 	uv_file	fds[2] = { -1, -1 };
 	int	rc;
 
-	rc = uv_pipe(fds, ours == 0 ? UV_NONBLOCK_PIPE : 0,
-	    ours == 1 ? UV_NONBLOCK_PIPE : 0);
-	if (rc != 0)
+	if ((rc = uv_pipe(fds, UV_NONBLOCK_PIPE, 0)) != 0)
 		return rc;
 	/* Best effort: a smaller pipe only costs speed. */
-	if (ours == 0)
-		(void)fcntl(fds[0], F_SETPIPE_SZ, PROC_PIPE_SIZE);
-	if ((rc = uv_pipe_open(h, fds[ours])) != 0) {
+	(void)fcntl(fds[0], F_SETPIPE_SZ, PROC_PIPE_SIZE);
+	if ((rc = uv_pipe_open(h, fds[0])) != 0) {
 		proc_close_fds(fds);
 		return rc;
 	}
-	*theirs = fds[1 - ours];
+	*theirs = fds[1];
 	return 0;
 }
 
@@ -433,7 +441,6 @@ proc_start(uv_loop_t *loop, const struct proc_spec *spec,
 	uv_process_options_t	 opts;
 	uv_stdio_container_t	 stdio[3];
 	uv_file			 child[3] = { -1, -1, -1 };
-	uv_buf_t		 buf;
 	bool			 spawned = false;
 	int			 rc, i;
 
@@ -448,19 +455,21 @@ proc_start(uv_loop_t *loop, const struct proc_spec *spec,
 	p->exit_code = -1;
 	p->outputs = 2;
 
-	uv_pipe_init(loop, &p->in, 0);
 	uv_pipe_init(loop, &p->out, 0);
 	uv_pipe_init(loop, &p->err, 0);
 	uv_timer_init(loop, &p->drain);
 	uv_timer_init(loop, &p->kill);
-	p->handles = 5;
-	p->in.data = p->out.data = p->err.data = p;
+	p->handles = 4;
+	p->out.data = p->err.data = p;
 	p->drain.data = p->kill.data = p;
-	p->write_req.data = p;
 
-	if ((rc = proc_make_pipe(&p->in, 1, &child[0])) != 0 ||
-	    (rc = proc_make_pipe(&p->out, 0, &child[1])) != 0 ||
-	    (rc = proc_make_pipe(&p->err, 0, &child[2])) != 0) {
+	if ((rc = proc_input_fd(spec, &child[0])) != 0) {
+		*cause = xasprintf("cannot run %s: its input: %s", spec->file,
+		    uv_strerror(rc));
+		goto fail;
+	}
+	if ((rc = proc_make_pipe(&p->out, &child[1])) != 0 ||
+	    (rc = proc_make_pipe(&p->err, &child[2])) != 0) {
 		*cause = xasprintf("cannot run %s: pipe: %s", spec->file,
 		    uv_strerror(rc));
 		goto fail;
@@ -502,20 +511,6 @@ proc_start(uv_loop_t *loop, const struct proc_spec *spec,
 
 	uv_read_start((uv_stream_t *)&p->out, proc_on_alloc, proc_on_read);
 	uv_read_start((uv_stream_t *)&p->err, proc_on_alloc, proc_on_read);
-
-	if (spec->inputlen == 0) {
-		proc_close(&p->in);
-		return p;
-	}
-	/* Our copy: the caller's text may be gone before the write ends. */
-	p->input = xmemdup(spec->input, spec->inputlen);
-	buf = uv_buf_init(p->input, spec->inputlen);
-	if ((rc = uv_write(&p->write_req, (uv_stream_t *)&p->in, &buf, 1,
-	    proc_on_written)) != 0) {
-		log_debug("process %d: writing its input: %s", p->pid,
-		    uv_strerror(rc));
-		proc_close(&p->in);
-	}
 	return p;
 
 fail:

@@ -4,13 +4,10 @@
  * which runs a local program shares (shell now, custom later).
  *
  * The child runs in its own session and process group (pgid = pid), so a
- * cancel reaches everything the stage started.  Its stdin is a pipe that
- * receives the input and is then closed; stdout and stderr are two more
- * pipes, real pipes (not sockets, so "> /dev/stderr" works in scripts).
- *
- * The process running with SIGPIPE ignored is the caller's business (the
- * daemon ignores it in main): a child that exits without reading all of
- * its input makes the write fail with EPIPE, which is expected here.
+ * cancel reaches everything the stage started.  Its stdin is a memory
+ * file holding the input (a shell reads a script from a file in blocks,
+ * from a pipe a byte at a time); stdout and stderr are pipes, real pipes
+ * (not sockets, so "> /dev/stderr" works in scripts).
  */
 #ifndef EXECUTORS_PROC_H
 #define EXECUTORS_PROC_H
@@ -33,7 +30,7 @@ struct proc_spec {
 	char *const	*argv;		/* argv[0] is what the program sees */
 	char *const	*env;		/* the whole environment; NULL: an empty one */
 	const char	*cwd;		/* NULL: ours */
-	const char	*input;		/* copied; written to stdin, then it is closed */
+	const char	*input;		/* copied into the child's stdin */
 	size_t		 inputlen;
 	uint64_t	 drain_ms;	/* 0: PROC_DRAIN_MS */
 };

@@ -324,6 +324,29 @@ test_no_final_newline(void **state)
 	run_free(&r);
 }
 
+/*
+ * The script comes on stdin as a file, not a pipe: bash reads a file in
+ * blocks and a pipe a byte at a time (a read(2) per byte of a stage), and
+ * a command in the script that reads stdin sees the rest of the script
+ * either way, as with gitlab-runner.
+ */
+static void
+test_script_on_stdin_is_a_file(void **state)
+{
+	struct run	r;
+
+	(void)state;
+	run_init(&r);
+	run_script(&r, "bash", "if [ -p /dev/stdin ]; then echo pipe; else echo file; fi\n"
+	    "read -r next\n"
+	    "this line is read, not run\n"
+	    "echo \"read: $next\"");
+	assert_int_equal(r.exit_code, 0);
+	assert_string_equal(r.out.ptr, "file\nread: this line is read, not run\n");
+	assert_int_equal(r.err.len, 0);
+	run_free(&r);
+}
+
 /* Output comes while the stage runs, not at its end. */
 static void
 test_output_as_it_arrives(void **state)
@@ -878,6 +901,7 @@ main(void)
 		cmocka_unit_test(test_exit_codes),
 		cmocka_unit_test(test_streams),
 		cmocka_unit_test(test_no_final_newline),
+		cmocka_unit_test(test_script_on_stdin_is_a_file),
 		cmocka_unit_test(test_output_as_it_arrives),
 		cmocka_unit_test(test_eof_before_exit),
 		cmocka_unit_test(test_big_script),

@@ -91,11 +91,13 @@ count_valid(const struct config *cfg)
 	return n;
 }
 
+/* Entries skipped for a problem; and too few slots for the entries left. */
 static void
-say_skipped(const struct config *cfg)
+say_config_warnings(const struct config *cfg)
 {
 	char *label;
 	size_t i;
+	unsigned n = count_valid(cfg);
 
 	for (i = 0; i < cfg->n_runners; i++)
 		if (cfg->runners[i].problem != NULL) {
@@ -103,6 +105,18 @@ say_skipped(const struct config *cfg)
 			log_warnx("%s: skipped: %s", label, cfg->runners[i].problem);
 			free(label);
 		}
+	/*
+	 * A job request GitLab holds (long polling, up to 50 s) keeps its
+	 * slot: a job could come back on it at any moment, and every job
+	 * must have a slot.  With fewer slots than entries, an entry can
+	 * wait out another's hold before it may ask.  gitlab-runner warns
+	 * the same way (its "worker starvation").
+	 */
+	if (n > 1 && (uint64_t)cfg->concurrent < n)
+		log_warnx("%s: concurrent = %" PRId64 " is less than the %u [[runners]] entries: "
+		    "with long polling an entry may wait up to GitLab's hold (50 s) for a "
+		    "job request; set concurrent to %u or more", cfg->path, cfg->concurrent,
+		    n, n);
 }
 
 static void
@@ -111,7 +125,7 @@ start_pollers(struct daemon *d)
 	unsigned i, n = count_valid(&d->cfg), k = 0;
 	struct poller *p;
 
-	say_skipped(&d->cfg);
+	say_config_warnings(&d->cfg);
 	if (n == 0)
 		log_warnx("no runner in %s can run jobs: waiting for a config that has one",
 		    d->config_path);
@@ -221,7 +235,7 @@ reload(struct run *r, const char *why)
 		} else
 			poller_stop(p);
 	}
-	say_skipped(&d->cfg);
+	say_config_warnings(&d->cfg);
 	n = count_valid(&d->cfg);
 	for (i = 0; i < d->cfg.n_runners; i++) {
 		if (kept[i] || d->cfg.runners[i].problem != NULL)

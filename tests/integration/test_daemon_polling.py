@@ -220,6 +220,21 @@ def test_concurrent_one_across_two_entries(gitlab, daemons):
     assert d.stop() == 0
     assert_one_after_the_other(gitlab, ja, jb)
     check_run(gitlab, d, [ja, jb])
+    # Fewer slots than entries: said once, with the way out (gitlab-runner's
+    # "worker starvation" warning).
+    assert d.stderr.count("concurrent = 1 is less than the 2 [[runners]] entries") == 1, \
+        d.stderr
+    assert "set concurrent to 2 or more" in d.stderr
+
+
+def test_enough_slots_no_starvation_warning(gitlab, daemons):
+    a = gitlab.add_runner(token=new_token())
+    b = gitlab.add_runner(token=new_token())
+    d = daemons(gitlab, [entry(gitlab, a, "alpha"), entry(gitlab, b, "beta")], concurrent=2)
+    d.start()
+    wait_until(lambda: len(job_requests_of(gitlab, b.token)) >= 1, 5, "beta to poll")
+    assert d.stop() == 0
+    assert "is less than the" not in d.stderr, d.stderr
 
 
 # ---------------------------------------------------------------------------

@@ -91,6 +91,12 @@ struct api_answer {
 	 * not Rails' "nothing for you".
 	 */
 	bool		 workhorse_204;
+	/*
+	 * Job request answered with Gitlab-Ci-Builds-Polling: yes: Workhorse
+	 * holds a request that carries the current last_update, so asking
+	 * again at once waits in GitLab, not in a loop.
+	 */
+	bool		 long_polling;
 };
 
 /* Outcome of the simple calls (register, verify, unregister, reset, discovery). */

@@ -721,6 +721,9 @@ deliver_job_request(struct api_call *call, const struct http_result *res,
 
 		result = API_JOB_NONE;
 		ans->workhorse_204 = v == NULL || *v == '\0';
+		v = call->req != NULL ?
+		    http_req_response_header(call->req, "Gitlab-Ci-Builds-Polling") : NULL;
+		ans->long_polling = v != NULL && strcasecmp(v, "yes") == 0;
 	}
 	else if (res->status == 403)
 		result = API_JOB_FORBIDDEN;
@@ -872,6 +875,7 @@ deliver(struct api_call *call, const struct http_result *res)
 	ans.message = msg;
 	ans.request_id = res->request_id;
 	ans.workhorse_204 = false;
+	ans.long_polling = false;
 	switch (call->kind) {
 	case CALL_TOKEN:
 		deliver_token(call, res, &ans);

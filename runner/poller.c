@@ -29,6 +29,7 @@
 #define MAX_REQUESTS		64	/* request_concurrency beyond this is clamped */
 #define MAX_JOBS_PER_ENTRY	1024
 #define FAILURE_BACKOFF_MAX_MS	(60ULL * 1000)
+#define QUICK_204_MAX		2	/* unheld "ask again" 204s in a row taken at once */
 
 struct job_link {
 	struct job		*job;
@@ -59,7 +60,7 @@ struct poller {
 	bool			 stopped;
 	bool			 closing;
 	uint64_t		 sent_at[MAX_REQUESTS];	/* when each request left */
-	bool			 quick_204;	/* the last answer: Workhorse's 204, unheld */
+	unsigned		 quick_204s;	/* such 204s in a row, each unheld */
 	struct api_call		*discovery;	/* FF_USE_JOB_ROUTER: in flight */
 	bool			 router_told;	/* said once that we poll directly */
 };
@@ -307,6 +308,7 @@ on_requested(enum api_request_result result, const struct api_answer *answer,
 	struct daemon *d = p->d;
 	uint64_t delay = (uint64_t)d->cfg.check_interval * 1000;
 	uint64_t took = 0;
+	bool again, at_once;
 
 	free(arg);
 	for (unsigned i = 0; i < MAX_REQUESTS; i++)
@@ -326,6 +328,7 @@ on_requested(enum api_request_result result, const struct api_answer *answer,
 	switch (result) {
 	case API_JOB_RECEIVED:
 		p->failures = 0;
+		p->quick_204s = 0;	/* a job: no 204 loop */
 		backoff_reset(&p->backoff);
 		if (p->rc == NULL) {
 			/* Cannot happen: stopping cancels requests first.  Say so if it does. */
@@ -346,16 +349,20 @@ on_requested(enum api_request_result result, const struct api_answer *answer,
 		/*
 		 * Workhorse's own 204 ends a long poll: the queue changed (a job
 		 * may be waiting) or the hold is over, and the runner is meant to
-		 * ask again at once (protocol.md 4.4); check_interval would add
-		 * up to 3 s to every pickup.  Something that answers so without
-		 * holding must not make that a loop: once one came back quicker
-		 * than check_interval, the next such quick ones wait it.
+		 * ask again at once (protocol.md 4.4).  So is Rails' 204 when
+		 * long polling is on (Gitlab-Ci-Builds-Polling): the next request
+		 * carries the value it just gave, which Workhorse holds.  Waiting
+		 * check_interval instead adds up to 3 s to the pickup of a job
+		 * that comes just after another.  Something that answers so
+		 * without holding must not make that a loop: two quick ones in a
+		 * row go at once (Rails' 204, then a hold a job ended early),
+		 * more wait check_interval until a request is held again.
 		 */
-		if (answer->workhorse_204 && (took >= delay || !p->quick_204)) {
-			p->quick_204 = took < delay;
+		again = answer->workhorse_204 || answer->long_polling;
+		at_once = again && (took >= delay || p->quick_204s < QUICK_204_MAX);
+		p->quick_204s = again && took < delay ? p->quick_204s + 1 : 0;
+		if (at_once)
 			delay = 0;
-		} else
-			p->quick_204 = answer->workhorse_204;
 		break;
 	case API_JOB_FORBIDDEN:
 	case API_JOB_CLIENT_ERROR:

@@ -1,7 +1,7 @@
 """soak: many short jobs through one daemon, with cancels and aborts mixed in.
 
-One `runner run` (concurrent = 8, long polling on) takes N jobs (1000 by
-default, BENCH_SOAK_JOBS=10000 for the issue's size).  Most run `echo hi`;
+One `runner run` (concurrent = 8, long polling on) takes N jobs (the
+issue's 10 000 by default, BENCH_SOAK_JOBS to change it).  Most run `echo hi`;
 every CANCEL_EVERY-th job instead prints a line every 0.2 s until GitLab
 cancels it (job.cancel(): Job-Status canceling, the runner stops the
 script and reports) and as many others are aborted (job.abort(): 403 with
@@ -228,7 +228,7 @@ def _valgrind(work, n):
 
 
 def run(work):
-    n = int(os.environ.get("BENCH_SOAK_JOBS", "1000"))
+    n = int(os.environ.get("BENCH_SOAK_JOBS", "10000"))
     nv = int(os.environ.get("BENCH_SOAK_VALGRIND_JOBS", str(VALGRIND_JOBS)))
     plain = os.path.join(work, "plain")
     vg = os.path.join(work, "valgrind")

@@ -816,6 +816,8 @@ http_req_start(struct http_req *r, http_done_cb *cb, void *data)
 	/* The first attempt fails here, not in the callback: see http.h. */
 	if (curl_multi_add_handle(h->multi, r->easy) != CURLM_OK) {
 		pushback_gone(r->gate, r);
+		pushback_put(r->gate);
+		r->gate = NULL;
 		return -EIO;
 	}
 	r->state = REQ_ACTIVE;
@@ -1123,7 +1125,7 @@ gate_of(struct http_req *r)
 	end = p != NULL ? strchr(p + 3, '/') : NULL;
 	origin = end != NULL ? (int)(end - r->url) : (int)strlen(r->url);
 	key = xasprintf("%s %.*s%s", r->method, origin, r->url, endpoint);
-	g = pushback_gate(&r->h->gates, key);
+	g = pushback_gate(&r->h->gates, key, clock_mono_ms());
 	free(key);
 	return g;
 }
@@ -1328,8 +1330,12 @@ finish(struct http_req *r)
 	if (r->state == REQ_DONE)
 		return;
 	r->state = REQ_DONE;
-	if (r->gate != NULL && pushback_gone(r->gate, r))
-		wake_held(h, r->gate);
+	if (r->gate != NULL) {
+		if (pushback_gone(r->gate, r))
+			wake_held(h, r->gate);
+		pushback_put(r->gate);
+		r->gate = NULL;
+	}
 	if (r->prev != NULL)
 		r->prev->next = r->next;
 	else if (h->requests == r)

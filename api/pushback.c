@@ -6,18 +6,35 @@
 #include "runner/xmalloc.h"
 
 struct pushback_gate *
-pushback_gate(struct pushback_gate **list, const char *key)
+pushback_gate(struct pushback_gate **list, const char *key, uint64_t now)
 {
-	struct pushback_gate *g;
+	struct pushback_gate **pp = list, *g, *found = NULL;
 
-	for (g = *list; g != NULL; g = g->next)
-		if (strcmp(g->key, key) == 0)
-			return g;
-	g = xcalloc(1, sizeof(*g));
-	g->key = xstrdup(key);
-	g->next = *list;
-	*list = g;
+	while ((g = *pp) != NULL) {
+		if (strcmp(g->key, key) == 0) {
+			found = g;
+			pp = &g->next;
+		} else if (g->users == 0 && g->until <= now) {
+			*pp = g->next;		/* unused, and no window to keep */
+			free(g->key);
+			free(g);
+		} else
+			pp = &g->next;
+	}
+	if ((g = found) == NULL) {
+		g = xcalloc(1, sizeof(*g));
+		g->key = xstrdup(key);
+		g->next = *list;
+		*list = g;
+	}
+	g->users++;
 	return g;
+}
+
+void
+pushback_put(struct pushback_gate *g)
+{
+	g->users--;
 }
 
 void

@@ -22,6 +22,7 @@ struct pushback_gate {
 	char			*key;	/* "PATCH http://host:port/jobs/{id}/trace" */
 	uint64_t		 until;	/* monotonic ms: closed before this */
 	const void		*probe;	/* let through after the window, or NULL */
+	unsigned		 users;	/* requests that hold it (pushback_gate) */
 };
 
 enum pushback_verdict {
@@ -30,8 +31,15 @@ enum pushback_verdict {
 	PUSHBACK_WAIT_PROBE,	/* hold until the probe is answered */
 };
 
-/* The gate of key in *list, made (open) on first use; owned by the list. */
-struct pushback_gate	*pushback_gate(struct pushback_gate **list, const char *key);
+/*
+ * The gate of key in *list, made (open) on first use, for one more user;
+ * pushback_put() when done with it.  Gates nobody uses whose window is
+ * over are dropped here: keys are few (ids are {id}), but a storage URL
+ * can make a new one for every download.  The list owns the gates.
+ */
+struct pushback_gate	*pushback_gate(struct pushback_gate **list, const char *key,
+			    uint64_t now);
+void			 pushback_put(struct pushback_gate *g);
 void			 pushback_free(struct pushback_gate *list);
 
 /* May who send an attempt now?  The first asking after the window probes. */

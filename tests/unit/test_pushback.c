@@ -15,12 +15,46 @@ test_gates_are_per_key(void **state)
 	struct pushback_gate *list = NULL, *g1, *g2;
 
 	(void)state;
-	g1 = pushback_gate(&list, "PATCH http://h/jobs/{id}/trace");
-	g2 = pushback_gate(&list, "PUT http://h/jobs/{id}");
+	g1 = pushback_gate(&list, "PATCH http://h/jobs/{id}/trace", 0);
+	g2 = pushback_gate(&list, "PUT http://h/jobs/{id}", 0);
 	assert_ptr_not_equal(g1, g2);
-	assert_ptr_equal(pushback_gate(&list, "PATCH http://h/jobs/{id}/trace"), g1);
+	assert_ptr_equal(pushback_gate(&list, "PATCH http://h/jobs/{id}/trace", 0), g1);
+	assert_int_equal(g1->users, 2);
 	assert_false(pushback_answered(g1, &a, 5000));
 	assert_int_equal(pushback_admit(g2, &b, 1000, &(uint64_t){ 0 }), PUSHBACK_SEND);
+	pushback_free(list);
+}
+
+static int
+count(const struct pushback_gate *list)
+{
+	int n = 0;
+
+	for (; list != NULL; list = list->next)
+		n++;
+	return n;
+}
+
+/* Unused gates go, unless they keep a window: one per URL would pile up. */
+static void
+test_unused_gates_are_dropped(void **state)
+{
+	struct pushback_gate *list = NULL, *open, *closed, *g;
+
+	(void)state;
+	open = pushback_gate(&list, "GET https://storage/a/b/c", 0);
+	closed = pushback_gate(&list, "PATCH http://h/jobs/{id}/trace", 0);
+	pushback_answered(closed, &a, 5000);
+	pushback_put(open);
+	pushback_put(closed);
+	g = pushback_gate(&list, "PUT http://h/jobs/{id}", 1000);
+	assert_int_equal(count(list), 2);	/* the open one went, the closed stays */
+	assert_ptr_equal(pushback_gate(&list, "PATCH http://h/jobs/{id}/trace", 1000), closed);
+	assert_int_equal(closed->until, 5000);
+	pushback_put(closed);
+	pushback_put(g);
+	pushback_gate(&list, "GET https://storage/x", 5000);	/* both are over now */
+	assert_int_equal(count(list), 1);
 	pushback_free(list);
 }
 
@@ -31,7 +65,7 @@ test_window_then_one_probe(void **state)
 	uint64_t until = 0;
 
 	(void)state;
-	g = pushback_gate(&list, "k");
+	g = pushback_gate(&list, "k", 0);
 	assert_int_equal(pushback_admit(g, &a, 1000, &until), PUSHBACK_SEND);
 	assert_false(pushback_answered(g, &a, 31000));		/* 429, Retry-After 30 */
 
@@ -59,7 +93,7 @@ test_probe_pushed_back_closes_again(void **state)
 	uint64_t until = 0;
 
 	(void)state;
-	g = pushback_gate(&list, "k");
+	g = pushback_gate(&list, "k", 0);
 	pushback_answered(g, &a, 10000);
 	assert_int_equal(pushback_admit(g, &b, 10000, &until), PUSHBACK_SEND);
 	assert_false(pushback_answered(g, &b, 20000));
@@ -79,7 +113,7 @@ test_probe_gone_passes_the_turn(void **state)
 	uint64_t until = 0;
 
 	(void)state;
-	g = pushback_gate(&list, "k");
+	g = pushback_gate(&list, "k", 0);
 	pushback_answered(g, &a, 10000);
 	assert_int_equal(pushback_admit(g, &a, 10000, &until), PUSHBACK_SEND);
 	assert_int_equal(pushback_admit(g, &b, 10001, &until), PUSHBACK_WAIT_PROBE);
@@ -97,7 +131,7 @@ test_any_good_answer_opens(void **state)
 	uint64_t until = 0;
 
 	(void)state;
-	g = pushback_gate(&list, "k");
+	g = pushback_gate(&list, "k", 0);
 	pushback_answered(g, &a, 10000);
 	/* Sent before the window, answered within it: the server is back. */
 	assert_true(pushback_answered(g, &b, 0));
@@ -112,6 +146,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gates_are_per_key),
+		cmocka_unit_test(test_unused_gates_are_dropped),
 		cmocka_unit_test(test_window_then_one_probe),
 		cmocka_unit_test(test_probe_pushed_back_closes_again),
 		cmocka_unit_test(test_probe_gone_passes_the_turn),

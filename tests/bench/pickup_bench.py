@@ -127,8 +127,11 @@ def _three_entries(work, payload, n, concurrent):
     try:
         out = []
         for _ in range(n):
-            wait_for(lambda: _holding(gitlab, r1) and _holding(gitlab, r2), 3 * HOLD3,
-                     "two entries held at once", interval=0.002)
+            # With a slot for each, the third waits for nothing but its own
+            # previous job's end: wait for its hold too, as long poll does.
+            wait_for(lambda: _holding(gitlab, r1) and _holding(gitlab, r2) and
+                     (concurrent < 3 or _holding(gitlab, r3)), 3 * HOLD3,
+                     "the entries held at once", interval=0.002)
             out.append(_sample(gitlab, r3, payload, random.uniform(0.0, 0.5), 3 * HOLD3))
         return out, gitlab.violations
     finally:

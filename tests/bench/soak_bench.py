@@ -51,6 +51,19 @@ def _payload(kind):
     return job_payload(script=script, variables=without_sources({}))
 
 
+def _fd_kinds(pid):
+    """What the open fds are, counted: "socket 3, pipe 4, /dev/null 1"."""
+    kinds = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        kind = target.split(":")[0] if ":" in target else target
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
+
+
 def _fds(pid):
     try:
         return len(os.listdir(f"/proc/{pid}/fd"))
@@ -131,6 +144,7 @@ class _Soak:
         time.sleep(1.0)
         s = proc_status(self.proc.pid, "VmRSS", "RssAnon")
         s["fds"] = _fds(self.proc.pid)
+        s["fd_kinds"] = _fd_kinds(self.proc.pid)
         return s
 
     def unexpected(self):
@@ -177,7 +191,8 @@ def _plain(work, n):
         figure(f"VmRSS growth per job, {tag}", (end["VmRSS"] - base["VmRSS"]) * 1024 / per,
                "B", anchor="~4 KB leaked per job", goal="< 100 B"),
         figure(f"open fds at the end minus baseline, {tag}", end["fds"] - base["fds"], "fds",
-               goal="0", note=f"baseline {base['fds']} fds"),
+               goal="0", note=f"baseline {base['fds']} fds ({base['fd_kinds']}), "
+                              f"end ({end['fd_kinds']})"),
         figure(f"jobs per second, concurrent = {CONCURRENT}, {tag}", per / elapsed, "jobs/s"),
         figure(f"jobs not ending as they should, {tag}", len(bad), "jobs", goal="0",
                note="; ".join((bad[:3] + violations[:3])) or None),

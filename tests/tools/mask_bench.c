@@ -27,20 +27,10 @@
 #include "runner/buf.h"
 #include "runner/mask.h"
 #include "runner/xmalloc.h"
+#include "tests/seeded_rand.h"
 
 #define TEXT_SIZE	(8u << 20)
 #define WRITE_SIZE	4096
-
-static uint64_t	rng = 0x243f6a8885a308d3ull;
-
-static uint32_t
-rnd(void)
-{
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return (uint32_t)((rng * 0x2545f4914f6cdd1dull) >> 32);
-}
 
 static const char *const words[] = {
 	"build", "test", "runner", "cache", "artifact", "module", "config",

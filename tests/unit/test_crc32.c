@@ -13,17 +13,7 @@
 #include <zlib.h>
 
 #include "runner/crc32.h"
-
-static uint64_t	rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint32_t
-rnd(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return (uint32_t)((rng_state * 0x2545f4914f6cdd1dull) >> 32);
-}
+#include "tests/seeded_rand.h"
 
 static uint32_t
 zcrc(uint32_t crc, const unsigned char *p, size_t n)

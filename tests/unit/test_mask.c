@@ -23,6 +23,7 @@
 #include "runner/buf.h"
 #include "runner/mask.h"
 #include "runner/xmalloc.h"
+#include "tests/seeded_rand.h"
 
 #define MASKED	"[MASKED]"
 
@@ -38,18 +39,6 @@ struct cfg {
 
 /* Inputs up to this long get every 3-write split; longer ones fewer. */
 #define ALL_SPLITS_MAX	160
-
-static uint64_t	rng_state = 0x9e3779b97f4a7c15ull;
-
-/* xorshift64*: a fixed seed, so a failure repeats. */
-static uint32_t
-rnd(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return (uint32_t)((rng_state * 0x2545f4914f6cdd1dull) >> 32);
-}
 
 static size_t
 rnd_below(size_t n)

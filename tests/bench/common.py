@@ -9,7 +9,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RUNNER = os.path.join(ROOT, "build", "runner")
@@ -109,11 +108,9 @@ def cpu_seconds(pid):
 
 
 def wait_for(predicate, timeout, what, interval=0.001):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise RuntimeError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
+    """As the tests' wait_until, but a scenario that cannot go on raises."""
+    from gitlab_double import poll_until
+    try:
+        return poll_until(predicate, timeout, interval)
+    except TimeoutError:
+        raise RuntimeError(f"timed out after {timeout} s waiting for {what}") from None

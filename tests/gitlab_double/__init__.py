@@ -18,7 +18,8 @@ throwaway TLS files; `python3 -m gitlab_double` runs it standalone.
 from . import certs
 from .certs import TLSFiles
 from .double import (API_PREFIX, GitLabDouble, Headers, Request, Response, Rule, Runner,
-                     endpoint, format_time, json_response, message, no_content, parse_time)
+                     endpoint, format_time, json_response, message, no_content, parse_time,
+                     poll_until)
 from .artifacts import Artifact, ArtifactUpload, parse_multipart  # noqa: I001 (after double)
 from .jobs import FINAL_STATUSES, JOB_OPTIONS, Job, crc32_checksum
 from .payloads import FAILURE_REASONS, job_payload, normalize_variables, variable
@@ -27,4 +28,4 @@ __all__ = ["API_PREFIX", "Artifact", "ArtifactUpload", "FAILURE_REASONS", "FINAL
            "GitLabDouble", "Headers", "JOB_OPTIONS", "Job", "Request", "Response", "Rule",
            "Runner", "TLSFiles", "certs", "crc32_checksum", "endpoint", "format_time",
            "job_payload", "json_response", "message", "no_content", "normalize_variables",
-           "parse_multipart", "parse_time", "variable"]
+           "parse_multipart", "parse_time", "poll_until", "variable"]

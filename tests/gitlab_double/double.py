@@ -132,6 +132,20 @@ class Request:
         return json.loads(self.body)
 
 
+def poll_until(predicate, timeout, interval=0.01):
+    """Call predicate() until it is truthy and return its value; TimeoutError
+    after timeout seconds.  The one polling loop of the tests and benchmarks:
+    each caller words the failure its own way."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"not within {timeout} s")
+        time.sleep(interval)
+
+
 def _now():
     return datetime.now(timezone.utc)
 
@@ -615,15 +629,11 @@ class GitLabDouble(JobsMixin, ArtifactsMixin, WorkhorseMixin):
 
     def wait_for(self, predicate, timeout=5.0, interval=0.01):
         """Poll predicate() until it is truthy; return its value or raise TimeoutError."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = predicate()
-            if value:
-                return value
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"condition not met within {timeout} s; requests so far:\n"
-                                   + self.summary())
-            time.sleep(interval)
+        try:
+            return poll_until(predicate, timeout, interval)
+        except TimeoutError:
+            raise TimeoutError(f"condition not met within {timeout} s; requests so far:\n"
+                               + self.summary()) from None
 
     def summary(self):
         """One line per request, for assertion messages."""

@@ -49,14 +49,12 @@ def new_token():
 
 def wait_until(predicate, timeout, what, interval=0.02):
     """Poll predicate() until truthy; returns its value, or fails the test naming `what`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}", pytrace=False)
-        time.sleep(interval)
+    from gitlab_double import poll_until
+
+    try:
+        return poll_until(predicate, timeout, interval)
+    except TimeoutError:
+        pytest.fail(f"timed out after {timeout} s waiting for {what}", pytrace=False)
 
 
 # ---------------------------------------------------------------------------

@@ -13,7 +13,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RUNNER = os.path.join(ROOT, "build", "runner")
 TOOLS = os.path.join(ROOT, "build", "tools")
-OUT = os.path.join(ROOT, "build", "bench")
+# BENCH_OUT: somewhere else (the driver's own test must not overwrite a real run's figures).
+OUT = os.environ.get("BENCH_OUT") or os.path.join(ROOT, "build", "bench")
 
 # The double and the daemon helpers live with the tests.
 sys.path.insert(0, os.path.join(ROOT, "tests"))

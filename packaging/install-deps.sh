@@ -25,6 +25,13 @@ git
 valgrind
 nginx-light
 gnuplot-nox
+debootstrap
+debhelper
+fakeroot
+lintian
+docker.io
+python3-yaml
+systemd
 "
 
 missing=""

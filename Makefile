@@ -156,4 +156,5 @@ format:
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# Only the object trees: build/ also holds root file systems and docker's state.
+-include $(shell find $(BUILD)/obj $(A)/obj -name '*.d' -type f 2>/dev/null)

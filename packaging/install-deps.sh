@@ -23,6 +23,7 @@ python3
 python3-pytest
 git
 valgrind
+strace
 nginx-light
 gnuplot-nox
 debootstrap

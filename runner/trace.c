@@ -6,11 +6,18 @@
  * PATCH, or a keep-alive PUT, or nothing.  Once the job is finished the
  * trace goes round: PATCH until GitLab has every byte, then the final PUT,
  * and again after each 202 or 412, until an answer ends it.
+ *
+ * A PATCH sends only bytes already on disk (trace_log.h says why).  The
+ * fdatasync that puts them there runs on libuv's thread pool, on a dup of
+ * the log's descriptor, so the loop never waits for the disk and the job
+ * may close its log meanwhile.  One sync covers everything written so far:
+ * a backlog goes out in many PATCHes after one sync, not one sync each.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/api.h"
 #include "runner/clock.h"
@@ -28,6 +35,7 @@
 /* Where the sender is. */
 enum sender_state {
 	SENDER_IDLE,		/* waiting for the timer */
+	SENDER_SYNCING,		/* the log's fdatasync in flight, then a PATCH */
 	SENDER_PATCHING,	/* a PATCH in flight */
 	SENDER_TOUCHING,	/* a keep-alive PUT in flight */
 	SENDER_FINAL_PUT,	/* the final PUT in flight */
@@ -46,6 +54,11 @@ struct trace {
 	struct trace_log	*log;
 	bool			 debug_trace;
 	uint64_t		 sent;
+	uint64_t		 synced;	/* bytes of the file known to be on disk */
+	uint64_t		 syncing;	/* what the sync in flight will cover */
+	uv_fs_t			 sync_req;
+	int			 sync_fd;	/* our dup of the log's fd while syncing */
+	bool			 timer_closed;	/* trace_close(): freed by the last of the two */
 	uint64_t		 interval_ms;
 	uint64_t		 default_interval_ms;
 	uint64_t		 keepalive_ms;
@@ -216,17 +229,71 @@ on_patched(enum api_patch_result result, const struct api_answer *answer,
 	    CATCH_UP_PAUSE_MS : t->interval_ms);
 }
 
+static void	send_patch(struct trace *);
+static void	trace_free(struct trace *);
+
+static void
+on_synced(uv_fs_t *req)
+{
+	struct trace *t = req->data;
+	ssize_t rc = req->result;
+
+	uv_fs_req_cleanup(req);
+	close(t->sync_fd);
+	t->sync_fd = -1;
+	if (t->state == SENDER_CLOSING) {
+		if (t->timer_closed)
+			trace_free(t);
+		return;
+	}
+	if (rc < 0)
+		log_warnx("job %" PRId64 ": cannot put the log on disk: %s; a crash now would "
+		    "lose what GitLab is about to receive", t->ref.id, uv_strerror((int)rc));
+	/* Sent all the same: GitLab having the log matters more. */
+	t->synced = t->syncing;
+	send_patch(t);
+}
+
+/*
+ * Start putting the first in_file bytes of the log on disk.  Returns false
+ * when that cannot go to the thread pool; then it was done here, blocking.
+ */
+static bool
+sync_log(struct trace *t, int fd, uint64_t in_file)
+{
+	t->syncing = in_file;
+	t->sync_fd = dup(fd);
+	if (t->sync_fd != -1) {
+		t->sync_req.data = t;
+		if (uv_fs_fdatasync(t->loop, &t->sync_req, t->sync_fd, on_synced) == 0) {
+			set_state(t, SENDER_SYNCING);
+			return true;
+		}
+		close(t->sync_fd);
+		t->sync_fd = -1;
+	}
+	if (fdatasync(fd) != 0)
+		log_warn("job %" PRId64 ": cannot put the log on disk; a crash now would "
+		    "lose what GitLab is about to receive", t->ref.id);
+	t->synced = in_file;
+	return false;
+}
+
 static void
 send_patch(struct trace *t)
 {
 	uint64_t in_file, len;
 	int fd;
 
-	if (trace_log_sync(t->log) != 0)
-		log_warn("job %" PRId64 ": cannot write the log to disk; a crash now would "
-		    "lose what GitLab is about to receive", t->ref.id);
+	if (trace_log_flush(t->log) != 0)
+		log_warn("job %" PRId64 ": cannot write the log to its file", t->ref.id);
 	/* Only what is in the file can be sent: the PATCH reads it from there. */
 	fd = trace_log_file(t->log, &in_file);
+	if (fd != -1 && t->sent >= t->synced && in_file > t->synced &&
+	    sync_log(t, fd, in_file))
+		return;
+	if (in_file > t->synced)
+		in_file = t->synced;
 	len = in_file > t->sent ? in_file - t->sent : 0;
 	if (len > PATCH_MAX)
 		len = PATCH_MAX;
@@ -372,6 +439,7 @@ trace_new(const struct trace_params *p)
 	t->log = p->log;
 	t->debug_trace = p->debug_trace;
 	t->sent = p->sent;
+	t->sync_fd = -1;
 	t->default_interval_ms = p->interval_ms ? p->interval_ms : 3000;
 	t->interval_ms = t->default_interval_ms;
 	t->keepalive_ms = p->keepalive_ms ? p->keepalive_ms : 30000;
@@ -416,10 +484,8 @@ trace_finish(struct trace *t, const struct api_job_update *u, trace_final_cb *cb
 }
 
 static void
-on_closed(uv_handle_t *h)
+trace_free(struct trace *t)
 {
-	struct trace *t = h->data;
-
 	if (t->job_token != NULL)
 		explicit_bzero(t->job_token, strlen(t->job_token));
 	free(t->job_token);
@@ -427,6 +493,17 @@ on_closed(uv_handle_t *h)
 	free(t->final_reason);
 	free(t->last_answer);
 	free(t);
+}
+
+static void
+on_closed(uv_handle_t *h)
+{
+	struct trace *t = h->data;
+
+	t->timer_closed = true;
+	/* A sync in flight cannot be called back; its callback frees. */
+	if (t->sync_fd == -1)
+		trace_free(t);
 }
 
 void

@@ -767,6 +767,14 @@ trace_log_finish(struct trace_log *t)
 }
 
 int
+trace_log_flush(struct trace_log *t)
+{
+	if (t->readonly || t->fd == -1)
+		return 0;
+	return tl_flush(t);
+}
+
+int
 trace_log_sync(struct trace_log *t)
 {
 	int rc;

@@ -79,6 +79,11 @@ int			 trace_log_finish(struct trace_log *t);
  * Returns 0 or -errno.
  */
 int			 trace_log_sync(struct trace_log *t);
+/*
+ * Only the write buffer out to the file, no fdatasync: for a caller that
+ * syncs the file itself, off the event loop (the sender).  0 or -errno.
+ */
+int			 trace_log_flush(struct trace_log *t);
 
 uint64_t		 trace_log_size(const struct trace_log *t);	/* bytesize */
 uint32_t		 trace_log_crc32(const struct trace_log *t);	/* of those bytes */

@@ -11,12 +11,13 @@ token in the daemon's stderr or in any PATCH body.
 import os
 import re
 import signal
+import subprocess
 import time
 
 import pytest
 
 from daemon_helpers import (ROOT, add_job, assert_last_update_echoed, check_run, content_range, daemons,  # noqa: F401
-                            entry, final_puts, is_final_put, job_requests, new_token, patches,
+                            entry, final_puts, is_final_put, job_requests, job_requests_of, new_token, patches,
                             pid_gone, wait_until)
 from gitlab_double import crc32_checksum
 
@@ -382,4 +383,39 @@ def test_200mb_of_output_keeps_rss_bounded(gitlab, daemons):
     assert_contiguous(gitlab, job)
     assert max(len(p.body) for p in patches(gitlab, job)) <= 1024 * 1024
     assert "Job's log exceeded limit of 4194304 bytes" in job.log_text
+    check_run(gitlab, d, [job])
+
+
+def test_log_is_synced_off_the_loop_once_per_backlog(gitlab, daemons, tmp_path):
+    """The fdatasync before a PATCH runs on libuv's thread pool, and one covers a backlog.
+
+    strace follows the daemon's threads: the main thread (the event loop)
+    may sync the log once, when the job ends (the journal then names a
+    whole log); every other sync is another thread's, and a job printing
+    3 MiB at once, sent in several PATCHes, needs fewer syncs than PATCHes.
+    """
+    r = gitlab.add_runner(token=new_token())
+    d = daemons(gitlab, [entry(gitlab, r, "alpha")])
+    d.start()
+    wait_until(lambda: job_requests_of(gitlab, r.token), 10, "the daemon polls")
+    out = tmp_path / "strace.out"
+    tracer = subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=fdatasync", "-o", str(out),
+                               "-p", str(d.pid)], stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: out.exists(), 10, "strace attaches")
+        time.sleep(0.5)  # strace writes its file before it has attached every thread
+        job = add_job(gitlab, r, script=["head -c 3000000 /dev/zero | tr '\\0' x", "sleep 1"])
+        wait_until(lambda: job.status in ("success", "failed"), 60, "the job ends")
+        assert d.stop() == 0
+    finally:
+        tracer.wait(10)
+    assert job.status == "success", job.report()
+    calls = [line.split()[0] for line in out.read_text().splitlines() if "fdatasync(" in line]
+    on_loop = calls.count(str(d.pid))
+    off_loop = len(calls) - on_loop
+    n_patches = len(patches(gitlab, job))
+    assert n_patches >= 3, f"{n_patches} PATCHes for 3 MB"
+    assert on_loop <= 1, f"the event loop called fdatasync {on_loop} times"
+    assert 1 <= off_loop < n_patches, f"{off_loop} syncs on the pool for {n_patches} PATCHes"
+    assert_contiguous(gitlab, job)
     check_run(gitlab, d, [job])

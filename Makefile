@@ -78,6 +78,15 @@ $(BUILD)/REVISION: FORCE
 	@echo '$(VERSION) $(REVISION)' | cmp -s - $@ || echo '$(VERSION) $(REVISION)' > $@
 FORCE:
 
+# `runner install` writes the packaged unit: the file itself, made into a C
+# string, so that the two cannot drift apart (runner/cmd_service.c).
+$(BUILD)/gen/unit_template.inc: packaging/systemd/runner.service
+	@mkdir -p $(dir $@)
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp
+	mv $@.tmp $@
+$(BUILD)/obj/runner/cmd_service.o $(A)/obj/runner/cmd_service.o: $(BUILD)/gen/unit_template.inc
+$(BUILD)/obj/runner/cmd_service.o $(A)/obj/runner/cmd_service.o: ALL_CFLAGS += -I$(BUILD)/gen
+
 $(BUILD)/.deps-ok: packaging/install-deps.sh
 	@packaging/install-deps.sh
 	@mkdir -p $(BUILD) && touch $@

@@ -10,6 +10,11 @@
  *      one leaves at once (the journal keeps what was not sent), SIGHUP or
  *      a changed config.toml reloads without touching running jobs;
  *   6. close everything and check the loop closes clean.
+ *
+ * Under systemd (Type=notify) it says how it is doing on $NOTIFY_SOCKET:
+ * READY=1 when it starts to work, STATUS= as jobs come and go,
+ * RELOADING=1/READY=1 around a SIGHUP, STOPPING=1 when a stop begins,
+ * WATCHDOG=1 while the loop turns (sd_notify.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -30,6 +35,7 @@
 #include "runner/job.h"
 #include "runner/log.h"
 #include "runner/metrics.h"
+#include "runner/sd_notify.h"
 #include "runner/system_id.h"
 #include "runner/version.h"
 #include "runner/xmalloc.h"
@@ -56,6 +62,9 @@ struct run {
 	bool		 abandoning;	/* shutdown_timeout passed: jobs abandoned */
 	struct timespec	 config_mtime;
 	bool		 closed;
+	struct notifier	 notify;
+	uv_timer_t	 watchdog;
+	char		 status[96];	/* the last STATUS= sent */
 };
 
 static uint64_t
@@ -167,6 +176,49 @@ stop_pollers(struct daemon *d)
 
 static void	finish(struct run *);
 
+/* ---- what systemd hears ---- */
+
+/* STATUS= when it changes: what `systemctl status` shows under the unit. */
+static void
+say_status(struct run *r)
+{
+	const struct daemon *d = &r->d;
+	const char *what = "";
+	char line[sizeof(r->status)];
+
+	if (!notify_enabled(&r->notify))
+		return;
+	switch (d->state) {
+	case DAEMON_RECOVERING:	what = "delivering the last run's reports; "; break;
+	case DAEMON_DRAINING:	what = "draining: "; break;
+	case DAEMON_ABORTING:	what = "stopping: "; break;
+	case DAEMON_STOPPED:	what = "stopped: "; break;
+	case DAEMON_RUNNING:	break;
+	}
+	snprintf(line, sizeof(line), "STATUS=%s%u job%s running", what, d->jobs_running,
+	    d->jobs_running == 1 ? "" : "s");
+	if (strcmp(line, r->status) == 0)
+		return;
+	memcpy(r->status, line, sizeof(line));
+	notify_send(&r->notify, line);
+}
+
+/* A stop began (drain, abort, --max-builds): systemd waits for our exit. */
+static void
+say_stopping(struct run *r)
+{
+	notify_send(&r->notify, "STOPPING=1");
+	say_status(r);
+}
+
+static void
+on_watchdog(uv_timer_t *t)
+{
+	struct run *r = t->data;
+
+	notify_send(&r->notify, "WATCHDOG=1");
+}
+
 void
 daemon_slots_changed(struct daemon *d)
 {
@@ -185,7 +237,9 @@ daemon_slots_changed(struct daemon *d)
 		    d->builds_started == 1 ? "" : "s");
 		d->state = DAEMON_DRAINING;
 		stop_pollers(d);
+		say_stopping(r);
 	}
+	say_status(r);
 	if ((d->state == DAEMON_DRAINING || d->state == DAEMON_ABORTING) &&
 	    d->jobs_running == 0 && d->requests_in_flight == 0)
 		finish(r);
@@ -324,7 +378,13 @@ on_signal(uv_signal_t *sig, int signum)
 
 	switch (signum) {
 	case SIGHUP:
-		reload(r, "SIGHUP");
+		/* systemctl reload waits from RELOADING=1 to READY=1. */
+		if (d->state == DAEMON_RUNNING || d->state == DAEMON_RECOVERING) {
+			notify_send(&r->notify, "RELOADING=1");
+			reload(r, "SIGHUP");
+			notify_send(&r->notify, "READY=1");
+		} else
+			reload(r, "SIGHUP");
 		return;
 	case SIGQUIT:
 		if (d->state != DAEMON_RUNNING && d->state != DAEMON_RECOVERING)
@@ -333,6 +393,7 @@ on_signal(uv_signal_t *sig, int signum)
 		    d->jobs_running, d->jobs_running == 1 ? "" : "s");
 		d->state = DAEMON_DRAINING;
 		stop_pollers(d);
+		say_stopping(r);
 		daemon_slots_changed(d);
 		return;
 	default:
@@ -345,6 +406,7 @@ on_signal(uv_signal_t *sig, int signum)
 		    "(again to leave at once)", strsignal(signum), d->jobs_running,
 		    d->jobs_running == 1 ? "" : "s");
 		abort_jobs(r);
+		say_stopping(r);
 		return;
 	}
 }
@@ -409,6 +471,7 @@ close_all(struct run *r)
 	uv_close((uv_handle_t *)&r->config_check, NULL);
 	uv_close((uv_handle_t *)&r->shutdown, NULL);
 	uv_close((uv_handle_t *)&r->recovery_wait, NULL);
+	uv_close((uv_handle_t *)&r->watchdog, NULL);
 }
 
 /* Alive while the loop turns; ready while it asks GitLab for jobs. */
@@ -485,6 +548,8 @@ cmd_run_daemon(struct run_options *o, struct config *cfg)
 
 	if (uv_loop_init(&loop) != 0)
 		fatalx("cannot create an event loop");
+	/* First: it takes $NOTIFY_SOCKET out of the environment the jobs inherit. */
+	(void)notify_open(&r->notify);
 	d->loop = &loop;
 	d->cfg = *cfg;
 	memset(cfg, 0, sizeof(*cfg));
@@ -544,6 +609,21 @@ cmd_run_daemon(struct run_options *o, struct config *cfg)
 	env.executor = NULL;
 	job_recover(&env, d->state_dir, &d->recovery_info.info, on_recovered, r);
 
+	/*
+	 * Ready: the config is loaded, the listener is up and the loop is about
+	 * to turn.  Not after the recovery: reports to an unreachable GitLab
+	 * must not hold `systemctl start` (or a package upgrade) for a minute.
+	 */
+	uv_timer_init(d->loop, &r->watchdog);
+	r->watchdog.data = r;
+	if (notify_watchdog_interval_ms(&r->notify) > 0) {
+		log_debug("systemd watchdog: WATCHDOG=1 every %" PRIu64 " ms",
+		    notify_watchdog_interval_ms(&r->notify));
+		uv_timer_start(&r->watchdog, on_watchdog, 0, notify_watchdog_interval_ms(&r->notify));
+	}
+	notify_send(&r->notify, "READY=1");
+	say_status(r);
+
 	uv_run(d->loop, UV_RUN_DEFAULT);
 	close_all(r);
 	uv_run(d->loop, UV_RUN_DEFAULT);
@@ -559,6 +639,7 @@ cmd_run_daemon(struct run_options *o, struct config *cfg)
 	free(d->user);
 	free(d->builds_base);
 	free(d->self_path);
+	notify_close(&r->notify);
 	free(r);
 	log_info("runner stopped");
 	return rc;

@@ -23,11 +23,30 @@ int	cmd_register(int argc, char **argv);
 int	cmd_verify(int argc, char **argv);
 int	cmd_unregister(int argc, char **argv);
 int	cmd_reset_token(int argc, char **argv);
+/* install, uninstall, start, stop, restart, status (argv[0] says which). */
+int	cmd_service(int argc, char **argv);
 /* The helpers the job script calls (cmd_artifacts.c, cmd_cache.c). */
 int	cmd_artifacts_uploader(int argc, char **argv);
 int	cmd_artifacts_downloader(int argc, char **argv);
 int	cmd_cache_archiver(int argc, char **argv);
 int	cmd_cache_extractor(int argc, char **argv);
+
+/*
+ * The systemd unit `runner install` writes (cmd_service.c): the packaged
+ * unit with the ExecStart flags, binary and config directory of these.
+ * Paths are absolute; user and init_user may be NULL.  NULL and *cause
+ * (to free) for what a unit cannot hold.
+ */
+struct service_unit {
+	const char	*binary;
+	const char	*working_dir;
+	const char	*config;
+	const char	*user;		/* --user: jobs run as this user */
+	const char	*init_user;	/* User=: the daemon runs as this user */
+};
+char	*service_unit_text(const struct service_unit *u, char **cause);
+/* One word of an Exec line, quoted and escaped as systemd reads it back. */
+char	*service_exec_quote(const char *word);
 
 /* Did the command line set the log level or format?  Then config.toml does not. */
 extern bool	cmd_log_level_given;

@@ -37,6 +37,12 @@ static const struct command commands[] = {
 	{ "unregister", "Unregister runners and remove them from config.toml", cmd_unregister },
 	{ "reset-token", "Rotate runner authentication tokens", cmd_reset_token },
 	{ "list", "List the runners in config.toml", cmd_list },
+	{ "install", "Install the runner as a systemd service", cmd_service },
+	{ "uninstall", "Remove the systemd service", cmd_service },
+	{ "start", "Start the service (systemctl start)", cmd_service },
+	{ "stop", "Stop the service: running jobs finish first", cmd_service },
+	{ "restart", "Restart the service (systemctl restart)", cmd_service },
+	{ "status", "Say whether the service is running", cmd_service },
 	{ "artifacts-uploader", "Archive files and upload them as job artifacts "
 	    "(called by the job script)", cmd_artifacts_uploader },
 	{ "artifacts-downloader", "Download and extract a job's artifacts "

@@ -695,8 +695,17 @@ cmd_run(int argc, char **argv)
 		log_error("run: cannot use %s as working directory: %s", workdir, strerror(errno));
 		return 1;
 	}
-	if (cmd_load_config(&cfg, config_flag, 0) != 0)
+	/*
+	 * A service is installed and started before `runner register` writes
+	 * its config: like gitlab-runner, run with no runners until the file
+	 * appears (the config watch loads it), instead of failing and being
+	 * restarted every few seconds.
+	 */
+	if (cmd_load_config(&cfg, config_flag, CONFIG_ALLOW_MISSING) != 0)
 		return 1;
+	if (access(cfg.path, F_OK) != 0 && errno == ENOENT)
+		log_warnx("%s does not exist yet: no runners until `runner register` writes it",
+		    cfg.path);
 	if (cfg.concurrent < 1) {
 		log_error("%s: concurrent is %" PRId64 ": it must be 1 or more", cfg.path,
 		    cfg.concurrent);

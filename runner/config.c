@@ -849,6 +849,8 @@ load_doc(struct config *cfg, struct loader *ld, char **cause)
 	enum log_level level;
 	enum log_format format;
 
+	/* gitlab-runner's NewConfig(): a file without the key means 1; "= 0" stays 0. */
+	cfg->concurrent = 1;
 	cfg->session_timeout = 1800;
 	cfg->connection_max_age_ms = 15LL * 60 * 1000;
 	decode_table(ld, cfg->doc, global_specs, cfg, "");

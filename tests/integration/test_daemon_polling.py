@@ -5,6 +5,7 @@ long polling on, a runner GitLab refuses (unhealthy), `limit` and
 `concurrent`, `run-single --max-builds`, and a config with an entry this
 build cannot run.  Every test ends with check_run().
 """
+import os
 import re
 import signal
 import time
@@ -315,4 +316,23 @@ def test_bad_entry_is_named_and_skipped(gitlab, daemons):
     assert d.stop() == 0
     assert re.search(r'dockerish.*skipped.*docker', d.stderr), d.stderr
     assert job_requests_of(gitlab, bad) == []
+    check_run(gitlab, d, [job])
+
+
+def test_run_before_register_waits_for_the_config(gitlab, daemons):
+    """A service starts before `register` writes config.toml: no runners, then the file's."""
+    a = gitlab.add_runner(token=new_token())
+    d = daemons(gitlab, [entry(gitlab, a, "alpha")], asan=True,
+                env={"RUNNER_CONFIG_CHECK_MS": "200"})
+    os.unlink(d.config)
+    d.start()
+    d.wait_log(r"config\.toml does not exist yet: no runners until `runner register` writes it")
+    time.sleep(0.5)
+    assert d.running(), d.tail()
+    assert job_requests_of(gitlab, a.token) == []
+    d.write_config()
+    d.wait_log(r"config reloaded \(the file changed\)")
+    job = add_job(gitlab, a, script=["echo registered later"])
+    gitlab.wait_for_job(job, "success", timeout=15)
+    assert d.stop() == 0
     check_run(gitlab, d, [job])

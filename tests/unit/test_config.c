@@ -113,7 +113,8 @@ test_defaults(void **state)
 	load_ok(f, "[[runners]]\nurl = \"https://gitlab.example.com\"\n"
 	    "token = \"glrt-abc\"\nexecutor = \"shell\"\n", &cfg);
 	assert_true(cfg.exists);
-	assert_int_equal(cfg.concurrent, 0);
+	/* gitlab-runner's NewConfig(): no key means 1 (an explicit 0 is refused by run). */
+	assert_int_equal(cfg.concurrent, 1);
 	assert_int_equal(cfg.check_interval, 3);
 	assert_int_equal(cfg.shutdown_timeout, 30);
 	assert_int_equal(cfg.connection_max_age_ms, 15 * 60 * 1000);

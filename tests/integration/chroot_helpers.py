@@ -45,7 +45,7 @@ class Chroot:
         os.makedirs(self.ns, exist_ok=True)
         self.root = os.path.join(self.ns, "root")
         self.holder = subprocess.Popen(
-            ["unshare", "--mount", "--propagation", "private", "--fork", "sh", "-c", _SETUP],
+            ["unshare", "--mount", "--propagation", "private", "--fork", "--kill-child", "sh", "-c", _SETUP],
             env={"NS": self.ns, "LOWER": os.path.abspath(rootfs), "PATH": os.environ["PATH"]},
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.holder.stdout.readline().split()
@@ -116,6 +116,12 @@ class Chroot:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        # The holder is unshare's child: unshare alone dying would orphan it
+        # (--kill-child covers a test run that is itself killed).
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self.holder.kill()
         self.holder.wait(10)
 

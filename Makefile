@@ -7,6 +7,7 @@
 #   make bench        benchmarks against the GitLab double (B=id for one;
 #                     see BENCHMARKS.md); prints figures, never fails for slowness
 #   make fuzz         the TOML parser under libFuzzer for FUZZ_SECONDS (60)
+#   make deb          build/deb/runner_VERSION-1_ARCH.deb (DEB_VERSION= for another)
 #
 # Targets that need Debian packages install the missing ones first
 # (packaging/install-deps.sh).  Sources are found by folder; the folders are
@@ -48,7 +49,8 @@ UNIT_BIN_ASAN	:= $(UNIT_SRC:tests/unit/%.c=$(A)/tests/%)
 TOOL_BIN	:= $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 TOOL_BIN_ASAN	:= $(TOOL_SRC:tests/tools/%.c=$(A)/tools/%)
 
-.PHONY: all deps test unit unit-asan tools demo bench fuzz clean format check-layering FORCE
+.PHONY: all deps test unit unit-asan tools demo bench fuzz clean format check-layering FORCE \
+	deb rootfs-runtime
 
 # Test and tool objects are intermediates of pattern rules; keep them so a
 # second `make test` rebuilds nothing.
@@ -128,7 +130,7 @@ tools: $(TOOL_BIN) $(TOOL_BIN_ASAN)
 
 # Everything the test driver runs, then the driver.  RUNNER_SHARED_DIR
 # tells the tests where ../shared (toml-test, config samples) is.
-test: deps check-layering $(BUILD)/runner $(A)/runner unit unit-asan tools
+test: deps check-layering $(BUILD)/runner $(A)/runner unit unit-asan tools rootfs-runtime
 	RUNNER_SHARED_DIR=$(SHARED) $(PYTHON) tests/run_tests.py
 
 # Module boundaries of design.md, checked: api/ and executors/ never include
@@ -139,6 +141,19 @@ check-layering:
 	       grep -nE '#include "(runner|api)/' executors/*.[ch] 2>/dev/null | grep -vE '"($(LEAF_HEADERS)|api/http.h)"'; \
 	       grep -nE '#include "(api|executors)/' $(subst |, ,$(LEAF_HEADERS)) $(patsubst %.h,%.c,$(subst |, ,$(LEAF_HEADERS))) 2>/dev/null); \
 	if [ -n "$$bad" ]; then echo "layering violation:"; echo "$$bad"; exit 1; fi
+
+# The fresh Debian 12 tree the package tests install the .deb into: an
+# install step (debootstrap fetches from Debian), made once, then reused.
+rootfs-runtime: deps
+	@packaging/rootfs.sh runtime $(BUILD)/rootfs/runtime
+
+# The Debian package, built by dpkg-buildpackage in a staged copy of the
+# tracked files (packaging/debian/make-deb.sh).  DEB_VERSION and DEB_DIR
+# let the tests build a second, higher version elsewhere.
+DEB_VERSION	?= $(VERSION)-1
+DEB_DIR		?= $(BUILD)/deb
+deb: $(BUILD)/.deps-ok
+	@packaging/debian/make-deb.sh '$(DEB_VERSION)' '$(DEB_DIR)'
 
 demo: deps $(BUILD)/runner
 	$(PYTHON) tests/demo.py
@@ -165,5 +180,6 @@ format:
 clean:
 	rm -rf $(BUILD)
 
-# Only the object trees: build/ also holds root file systems and docker's state.
+# Only the compilers' dependency files: build/ also holds root file systems
+# (build/rootfs, whose etc/rc2.d is no makefile) and the staged .deb sources.
 -include $(shell find $(BUILD)/obj $(A)/obj -name '*.d' -type f 2>/dev/null)

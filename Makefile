@@ -7,6 +7,8 @@
 #   make bench        benchmarks against the GitLab double (B=id for one;
 #                     see BENCHMARKS.md); prints figures, never fails for slowness
 #   make fuzz         the TOML parser under libFuzzer for FUZZ_SECONDS (60)
+#   make image        the container image (runner:VERSION), built offline
+#                     in a private dockerd from local Debian bases
 #
 # Targets that need Debian packages install the missing ones first
 # (packaging/install-deps.sh).  Sources are found by folder; the folders are
@@ -48,7 +50,7 @@ UNIT_BIN_ASAN	:= $(UNIT_SRC:tests/unit/%.c=$(A)/tests/%)
 TOOL_BIN	:= $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 TOOL_BIN_ASAN	:= $(TOOL_SRC:tests/tools/%.c=$(A)/tools/%)
 
-.PHONY: all deps test unit unit-asan tools demo bench fuzz clean format check-layering FORCE
+.PHONY: all deps rootfs image test unit unit-asan tools demo bench fuzz clean format check-layering FORCE
 
 # Test and tool objects are intermediates of pattern rules; keep them so a
 # second `make test` rebuilds nothing.
@@ -119,8 +121,20 @@ tools: $(TOOL_BIN) $(TOOL_BIN_ASAN)
 
 # Everything the test driver runs, then the driver.  RUNNER_SHARED_DIR
 # tells the tests where ../shared (toml-test, config samples) is.
-test: deps check-layering $(BUILD)/runner $(A)/runner unit unit-asan tools
+test: deps rootfs check-layering $(BUILD)/runner $(A)/runner unit unit-asan tools
 	RUNNER_SHARED_DIR=$(SHARED) $(PYTHON) tests/run_tests.py
+
+# Local Debian 12 trees (debootstrap): the bases of the container image and
+# the fresh machine of the package tests.  Like deps, an install step (the
+# only one that fetches, from Debian's mirror); cached by a stamp.
+rootfs: deps
+	@packaging/rootfs.sh runtime $(BUILD)/rootfs/runtime
+	@packaging/rootfs.sh build $(BUILD)/rootfs/build
+
+# The image, built offline from those trees in a private dockerd
+# (build/docker/) that is stopped again; see packaging/container/.
+image: rootfs
+	packaging/container/build-image.sh --offline
 
 # Module boundaries of design.md, checked: api/ and executors/ never include
 # runner/ internals (leaf utilities excepted) nor each other.

@@ -170,4 +170,7 @@ format:
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# Only the compiler's dependency files: build/rootfs and build/docker hold
+# whole Debian trees (with directories such as etc/rc2.d).
+-include $(shell find $(BUILD) \( -path $(BUILD)/rootfs -o -path $(BUILD)/docker \) -prune \
+	-o -name '*.d' -type f -print 2>/dev/null)

@@ -193,7 +193,9 @@ def test_registers_runs_a_job_turns_healthy_and_drains_on_docker_stop(docker, im
 
     port = free_port()
     name = docker.name("run")
-    docker("run", "-d", "--name", name, "--network", "host",
+    # --init: an init as PID 1 reaps what jobs leave behind (the runner does
+    # not reap processes that are not its own) and passes SIGQUIT on.
+    docker("run", "-d", "--init", "--name", name, "--network", "host",
            "-v", f"{cfg}:/etc/gitlab-runner",
            "-e", f"RUNNER_HEALTH_ADDRESS=127.0.0.1:{port}", *fast_env_args(),
            "--health-interval", "1s", "--health-start-period", "0s",

@@ -8,6 +8,8 @@
 #                     see BENCHMARKS.md); prints figures, never fails for slowness
 #   make fuzz         the TOML parser under libFuzzer for FUZZ_SECONDS (60)
 #   make deb          build/deb/runner_VERSION-1_ARCH.deb (DEB_VERSION= for another)
+#   make image        the container image (runner:VERSION), built offline
+#                     in a private dockerd from local Debian bases
 #
 # Targets that need Debian packages install the missing ones first
 # (packaging/install-deps.sh).  Sources are found by folder; the folders are
@@ -49,8 +51,8 @@ UNIT_BIN_ASAN	:= $(UNIT_SRC:tests/unit/%.c=$(A)/tests/%)
 TOOL_BIN	:= $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 TOOL_BIN_ASAN	:= $(TOOL_SRC:tests/tools/%.c=$(A)/tools/%)
 
-.PHONY: all deps test unit unit-asan tools demo bench fuzz clean format check-layering FORCE \
-	deb rootfs-runtime
+.PHONY: all deps rootfs image deb test unit unit-asan tools demo bench fuzz clean format \
+	check-layering FORCE
 
 # Test and tool objects are intermediates of pattern rules; keep them so a
 # second `make test` rebuilds nothing.
@@ -130,8 +132,20 @@ tools: $(TOOL_BIN) $(TOOL_BIN_ASAN)
 
 # Everything the test driver runs, then the driver.  RUNNER_SHARED_DIR
 # tells the tests where ../shared (toml-test, config samples) is.
-test: deps check-layering $(BUILD)/runner $(A)/runner unit unit-asan tools rootfs-runtime
+test: deps rootfs check-layering $(BUILD)/runner $(A)/runner unit unit-asan tools
 	RUNNER_SHARED_DIR=$(SHARED) $(PYTHON) tests/run_tests.py
+
+# Local Debian 12 trees (debootstrap): the bases of the container image and
+# the fresh machine of the package tests.  Like deps, an install step (the
+# only one that fetches, from Debian's mirror); cached by a stamp.
+rootfs: deps
+	@packaging/rootfs.sh runtime $(BUILD)/rootfs/runtime
+	@packaging/rootfs.sh build $(BUILD)/rootfs/build
+
+# The image, built offline from those trees in a private dockerd
+# (build/docker/) that is stopped again; see packaging/container/.
+image: rootfs
+	packaging/container/build-image.sh --offline
 
 # Module boundaries of design.md, checked: api/ and executors/ never include
 # runner/ internals (leaf utilities excepted) nor each other.
@@ -141,11 +155,6 @@ check-layering:
 	       grep -nE '#include "(runner|api)/' executors/*.[ch] 2>/dev/null | grep -vE '"($(LEAF_HEADERS)|api/http.h)"'; \
 	       grep -nE '#include "(api|executors)/' $(subst |, ,$(LEAF_HEADERS)) $(patsubst %.h,%.c,$(subst |, ,$(LEAF_HEADERS))) 2>/dev/null); \
 	if [ -n "$$bad" ]; then echo "layering violation:"; echo "$$bad"; exit 1; fi
-
-# The fresh Debian 12 tree the package tests install the .deb into: an
-# install step (debootstrap fetches from Debian), made once, then reused.
-rootfs-runtime: deps
-	@packaging/rootfs.sh runtime $(BUILD)/rootfs/runtime
 
 # The Debian package, built by dpkg-buildpackage in a staged copy of the
 # tracked files (packaging/debian/make-deb.sh).  DEB_VERSION and DEB_DIR

@@ -40,7 +40,7 @@ exec sleep infinity
 class Chroot:
     def __init__(self, rootfs, workdir):
         if not os.path.isfile(os.path.join(rootfs, ".rootfs-stamp")):
-            raise RuntimeError(f"no root file system at {rootfs}: run `make rootfs-runtime`")
+            raise RuntimeError(f"no root file system at {rootfs}: run `make rootfs`")
         self.ns = os.path.join(str(workdir), "ns")
         os.makedirs(self.ns, exist_ok=True)
         self.root = os.path.join(self.ns, "root")

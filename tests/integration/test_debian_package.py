@@ -58,7 +58,7 @@ def debs(tmp_path_factory):
 @pytest.fixture
 def chroot(tmp_path):
     if not os.path.isfile(os.path.join(ROOTFS, ".rootfs-stamp")):
-        pytest.fail(f"{ROOTFS} is missing: run `make rootfs-runtime` (an install step)",
+        pytest.fail(f"{ROOTFS} is missing: run `make rootfs` (an install step)",
                     pytrace=False)
     c = Chroot(ROOTFS, tmp_path)
     yield c

@@ -19,7 +19,7 @@ mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
 # What the runner links against and calls at run time (dpkg-shlibdeps names the
 # libraries; git, bash and ca-certificates are what jobs and the runner use).
-runtime="bash,ca-certificates,git,passwd,adduser,procps,systemd,init-system-helpers,libcurl4,libuv1,libcjson1,libarchive13,zlib1g,libssl3"
+runtime="bash,ca-certificates,git,passwd,tini,adduser,procps,systemd,init-system-helpers,libcurl4,libuv1,libcjson1,libarchive13,zlib1g,libssl3"
 build="build-essential,pkg-config,libcurl4-openssl-dev,libuv1-dev,libcjson-dev,zlib1g-dev,libarchive-dev,libssl-dev,debhelper,fakeroot"
 
 case "$variant" in

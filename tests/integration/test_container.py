@@ -161,7 +161,7 @@ def test_image_runs_as_non_root_stops_with_sigquit_and_has_a_health_check(docker
     assert cfg["User"] == str(UID)
     assert cfg["StopSignal"] == "SIGQUIT"
     assert cfg["Healthcheck"]["Test"] == ["CMD", "/usr/local/bin/runner-healthcheck"]
-    assert cfg["Entrypoint"] == ["/usr/bin/runner"]
+    assert cfg["Entrypoint"] == ["/usr/bin/tini", "--", "/usr/bin/runner"]
     assert cfg["Cmd"][0] == "run" and "--listen-address" in cfg["Cmd"]
     assert "/etc/gitlab-runner" in cfg["Volumes"]
     assert "CONFIG_FILE=/etc/gitlab-runner/config.toml" in cfg["Env"]
@@ -193,17 +193,16 @@ def test_registers_runs_a_job_turns_healthy_and_drains_on_docker_stop(docker, im
 
     port = free_port()
     name = docker.name("run")
-    # --init: an init as PID 1 reaps what jobs leave behind (the runner does
-    # not reap processes that are not its own) and passes SIGQUIT on.
-    docker("run", "-d", "--init", "--name", name, "--network", "host",
+    docker("run", "-d", "--name", name, "--network", "host",
            "-v", f"{cfg}:/etc/gitlab-runner",
            "-e", f"RUNNER_HEALTH_ADDRESS=127.0.0.1:{port}", *fast_env_args(),
            "--health-interval", "1s", "--health-start-period", "0s",
            image, "--debug", "run", "--working-directory", "/home/gitlab-runner",
            "--listen-address", f"127.0.0.1:{port}")
 
+    # The subshell's sleep outlives its stage: an orphan for PID 1 to reap.
     job = add_job(gitlab, r, script=["echo hello from the container", "git --version",
-                                     "echo uid=$(id -u)"])
+                                     "echo uid=$(id -u)", "(sleep 0.5 &)"])
     gitlab.wait_for_job(job, FINAL_STATES, timeout=60)
     log = job.log_text
     assert job.status == "success", log + "\nrunner:\n" + docker.logs(name)
@@ -214,6 +213,10 @@ def test_registers_runs_a_job_turns_healthy_and_drains_on_docker_stop(docker, im
 
     wait_until(lambda: health(docker, name) == "healthy", 60,
                f"the health check to pass; logs:\n{docker.logs(name)}")
+    # tini, PID 1 of the image, reaped the orphan: no zombie is left.
+    zombies = docker("exec", name, "sh", "-c",
+                     "grep -l '^State:.*Z' /proc/[0-9]*/status || true").stdout
+    assert zombies.strip() == "", zombies
     status, body = http_get(f"http://127.0.0.1:{port}/metrics")
     assert status == 200
     assert re.search(r'^runner_jobs_finished_total\{state="success"\} 1$', body, re.M), body

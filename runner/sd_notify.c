@@ -3,9 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -101,20 +99,6 @@ notify_send(struct notifier *n, const char *msg)
 		    msg, sent < 0 ? strerror(errno) : "short send");
 	}
 	return -1;
-}
-
-int
-notify_sendf(struct notifier *n, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	if (n->fd < 0)
-		return 0;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return notify_send(n, msg);
 }
 
 uint64_t

@@ -36,8 +36,6 @@ struct notifier {
 int	notify_open(struct notifier *n);
 /* Send one message ("READY=1", "STATUS=..."); 0, or -1 if it was not sent. */
 int	notify_send(struct notifier *n, const char *msg);
-int	notify_sendf(struct notifier *n, const char *fmt, ...)
-	    __attribute__((format(printf, 2, 3)));
 bool	notify_enabled(const struct notifier *n);
 /* How often to send WATCHDOG=1 (half the service manager's limit); 0: never. */
 uint64_t notify_watchdog_interval_ms(const struct notifier *n);

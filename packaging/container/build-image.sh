@@ -73,4 +73,7 @@ docker build -q -f "$ctr/Dockerfile" -t "$tag" \
 	--build-arg BUILD_BASE=runner-base-build:bookworm \
 	--build-arg RUNTIME_BASE=runner-base-runtime:bookworm \
 	--build-arg REVISION="$revision" "$top" >/dev/null
+# The images a rebuild replaced (and their build stages) would pile up in
+# build/docker run after run.
+docker image prune -f >/dev/null
 echo "build-image.sh: built $tag" >&2

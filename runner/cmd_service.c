@@ -271,33 +271,14 @@ unit_is_ours(const char *path)
 	return strcmp(head, UNIT_MARK) == 0;
 }
 
-/* Temp file beside it, fsync, rename, fsync the directory: all or nothing. */
+/* All or nothing (fd_replace_file): systemd never reads half a unit. */
 static int
 write_unit(const char *cmd, const char *path, const char *text)
 {
-	char *tmp = xasprintf("%s.XXXXXX", path);
-	int fd, rc = -1;
-
-	if ((fd = mkstemp(tmp)) == -1) {
-		log_error("%s: cannot create a file in %s: %s", cmd, UNIT_DIR, strerror(errno));
-		free(tmp);
-		return -1;
-	}
-	if (fchmod(fd, 0644) == -1 || fd_write_all(fd, text, strlen(text)) == -1 ||
-	    fsync(fd) == -1)
-		log_error("%s: cannot write %s: %s", cmd, tmp, strerror(errno));
-	else if (close(fd) == -1 || (fd = -1, rename(tmp, path) == -1))
-		log_error("%s: cannot write %s: %s", cmd, path, strerror(errno));
-	else {
-		(void)fd_sync_parent(path);
-		rc = 0;
-	}
-	if (fd != -1)
-		close(fd);
-	if (rc != 0)
-		unlink(tmp);
-	free(tmp);
-	return rc;
+	if (fd_replace_file(path, text, strlen(text), 0644) == 0)
+		return 0;
+	log_error("%s: cannot write %s: %s", cmd, path, strerror(errno));
+	return -1;
 }
 
 /* ---- the commands ---- */

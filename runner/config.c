@@ -988,16 +988,18 @@ config_dir(const struct config *cfg)
 int
 config_save(const struct config *cfg, char **cause)
 {
-	char *dir = NULL, *tmp = NULL, *target = NULL, *resolved;
+	char *dir = NULL, *target = NULL, *resolved, *copy;
 	struct buf out;
-	int fd = -1, rc;
+	int rc = -1;
 
 	buf_init(&out, BUF_UNLIMITED);
 	if ((rc = toml_write(cfg->doc, &out)) != 0) {
 		*cause = xasprintf("cannot save %s: %s", cfg->path, rc == -EILSEQ ?
 		    "a value is not valid UTF-8" : strerror(-rc));
-		goto fail;
+		rc = -1;
+		goto out;
 	}
+	rc = -1;
 
 	/* Write through a symlink to its target, as an editor would. */
 	if ((resolved = realpath(cfg->path, NULL)) != NULL) {
@@ -1005,59 +1007,25 @@ config_save(const struct config *cfg, char **cause)
 		free(resolved);
 	} else
 		target = xstrdup(cfg->path);
-	{
-		char *copy = xstrdup(target);
-
-		dir = xstrdup(dirname(copy));
-		free(copy);
-	}
+	copy = xstrdup(target);
+	dir = xstrdup(dirname(copy));
+	free(copy);
 	if (mkdirs(dir, 0700, NULL) != 0) {
 		*cause = xasprintf("cannot save %s: cannot create %s: %s",
 		    cfg->path, dir, strerror(errno));
-		goto fail;
+		goto out;
 	}
-	tmp = xasprintf("%s/.config.toml.XXXXXX", dir);
-	if ((fd = mkstemp(tmp)) == -1) {
-		*cause = xasprintf("cannot save %s: cannot create a file in %s: %s",
-		    cfg->path, dir, strerror(errno));
-		free(tmp);
-		tmp = NULL;
-		goto fail;
-	}
-	if (fchmod(fd, 0600) == -1 || fd_write_all(fd, out.ptr, out.len) == -1 ||
-	    fsync(fd) == -1) {
+	/* 0600: it holds the runners' tokens. */
+	if (fd_replace_file(target, out.ptr, out.len, 0600) != 0) {
 		*cause = xasprintf("cannot save %s: %s", cfg->path, strerror(errno));
-		goto fail;
+		goto out;
 	}
-	if (close(fd) == -1) {
-		fd = -1;
-		*cause = xasprintf("cannot save %s: %s", cfg->path, strerror(errno));
-		goto fail;
-	}
-	fd = -1;
-	if (rename(tmp, target) == -1) {
-		*cause = xasprintf("cannot save %s: %s", cfg->path, strerror(errno));
-		goto fail;
-	}
-	/* The rename itself must survive a crash too. */
-	(void)fd_sync_parent(target);
-	free(tmp);
+	rc = 0;
+out:
 	free(dir);
 	free(target);
 	buf_release(&out);
-	return 0;
-
-fail:
-	if (fd != -1)
-		close(fd);
-	if (tmp != NULL) {
-		unlink(tmp);
-		free(tmp);
-	}
-	free(dir);
-	free(target);
-	buf_release(&out);
-	return -1;
+	return rc;
 }
 
 void

@@ -62,9 +62,8 @@ int
 journal_write(const char *path, const struct journal_entry *e, char **cause)
 {
 	struct toml_value *doc = toml_new_table(TOML_TABLE_HEADER);
-	char *tmp = xasprintf("%s.XXXXXX", path);
 	struct buf out;
-	int fd = -1, rc = -1;
+	int rc = -1;
 
 	put_int(doc, "job_id", e->job_id);
 	put_string(doc, "job_token", e->job_token);
@@ -86,36 +85,16 @@ journal_write(const char *path, const struct journal_entry *e, char **cause)
 		*cause = xasprintf("cannot write %s: a value is not valid UTF-8", path);
 		goto out;
 	}
-	if ((fd = mkstemp(tmp)) == -1) {
+	/* The report must outlive a crash, and so must its name; 0600: a token. */
+	if (fd_replace_file(path, out.ptr, out.len, 0600) != 0) {
 		*cause = xasprintf("cannot write %s: %s", path, strerror(errno));
 		goto out;
 	}
-	if (fd_write_all(fd, out.ptr, out.len) == -1) {
-		*cause = xasprintf("cannot write %s: %s", path, strerror(errno));
-		goto out;
-	}
-	if (fsync(fd) != 0 || close(fd) != 0) {
-		fd = -1;
-		*cause = xasprintf("cannot write %s: %s", path, strerror(errno));
-		goto out;
-	}
-	fd = -1;
-	if (rename(tmp, path) != 0) {
-		*cause = xasprintf("cannot write %s: %s", path, strerror(errno));
-		goto out;
-	}
-	/* The report must outlive a crash: so must its name. */
-	(void)fd_sync_parent(path);
 	rc = 0;
 out:
-	if (fd != -1)
-		close(fd);
-	if (rc != 0)
-		unlink(tmp);
 	explicit_bzero(out.ptr, out.len);
 	buf_release(&out);
 	toml_free(doc);
-	free(tmp);
 	return rc;
 }
 

@@ -13,6 +13,7 @@
 
 #include <openssl/evp.h>
 
+#include "runner/fdio.h"
 #include "runner/log.h"
 #include "runner/rand.h"
 #include "runner/system_id.h"
@@ -98,22 +99,9 @@ random_id(void)
 static int
 write_id(const char *path, const char *id)
 {
-	char *tmp = xasprintf("%s.XXXXXX", path), *line = xasprintf("%s\n", id);
-	int fd, rc = -1;
+	char *line = xasprintf("%s\n", id);
+	int rc = fd_replace_file(path, line, strlen(line), 0644);
 
-	if ((fd = mkstemp(tmp)) == -1)
-		goto out;
-	if (fchmod(fd, 0644) == 0 && write(fd, line, strlen(line)) == (ssize_t)strlen(line) &&
-	    fsync(fd) == 0 && close(fd) == 0) {
-		fd = -1;
-		rc = rename(tmp, path);
-	}
-	if (fd != -1)
-		close(fd);
-	if (rc != 0)
-		unlink(tmp);
-out:
-	free(tmp);
 	free(line);
 	return rc;
 }

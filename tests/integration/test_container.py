@@ -9,7 +9,6 @@ at the end if it started it.
 
 Needs root (dockerd does), as `make test` on the CI machine is.
 """
-import json
 import os
 import re
 import socket
@@ -25,63 +24,8 @@ from daemon_helpers import FAST_ENV, FINAL_STATES, add_job, new_token, wait_unti
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CTR = os.path.join(ROOT, "packaging", "container")
 K8S = os.path.join(ROOT, "packaging", "kubernetes")
-ROOTFS = os.path.join(ROOT, "build", "rootfs")
 IMAGE = "runner:test"
 UID = 999
-
-
-class Docker:
-    def __init__(self, host):
-        self.env = dict(os.environ, DOCKER_HOST=host, DOCKER_BUILDKIT="0")
-        self.names = []
-
-    def __call__(self, *args, check=True, timeout=120):
-        p = subprocess.run(["docker", *args], env=self.env, capture_output=True, text=True,
-                           timeout=timeout)
-        if check and p.returncode != 0:
-            pytest.fail(f"docker {' '.join(args)}: exit {p.returncode}\n{p.stderr}",
-                        pytrace=False)
-        return p
-
-    def popen(self, *args):
-        return subprocess.Popen(["docker", *args], env=self.env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-
-    def inspect(self, name):
-        return json.loads(self("inspect", name).stdout)[0]
-
-    def logs(self, name):
-        p = self("logs", name, check=False)
-        return p.stdout + p.stderr
-
-    def name(self, base):
-        """A container name of this test run, removed at teardown."""
-        n = f"runner-test-{base}-{os.getpid()}-{len(self.names)}"
-        self.names.append(n)
-        return n
-
-
-@pytest.fixture(scope="session")
-def docker_host():
-    if os.geteuid() != 0:
-        pytest.fail("the container tests start dockerd and need root", pytrace=False)
-    for v in ("build", "runtime"):
-        if not os.path.isfile(os.path.join(ROOTFS, v, ".rootfs-stamp")):
-            pytest.fail(f"no Debian base in {ROOTFS}/{v}: run `make rootfs`", pytrace=False)
-    host = subprocess.run([os.path.join(CTR, "dockerd.sh"), "host"], capture_output=True,
-                          text=True, check=True).stdout.strip()
-    env = dict(os.environ, DOCKER_HOST=host)
-    was_running = subprocess.run(["docker", "version"], env=env,
-                                 capture_output=True).returncode == 0
-    p = subprocess.run([os.path.join(CTR, "dockerd.sh"), "start"], capture_output=True,
-                       text=True, timeout=120)
-    if p.returncode != 0:
-        pytest.fail(f"dockerd did not start:\n{p.stderr}", pytrace=False)
-    try:
-        yield host
-    finally:
-        if not was_running:
-            subprocess.run([os.path.join(CTR, "dockerd.sh"), "stop"], timeout=300)
 
 
 @pytest.fixture(scope="session")
@@ -94,14 +38,6 @@ def image(docker_host):
         pytest.fail(f"build-image.sh failed:\n{p.stdout[-4000:]}\n{p.stderr[-6000:]}",
                     pytrace=False)
     return IMAGE
-
-
-@pytest.fixture
-def docker(docker_host):
-    d = Docker(docker_host)
-    yield d
-    for n in d.names:
-        d("rm", "-f", "-v", n, check=False)
 
 
 def free_port():

@@ -16,18 +16,15 @@ import shlex
 import signal
 import stat
 import subprocess
-import time
 
 import pytest
 
 from chroot_helpers import BASE_ENV, COMMAND_ENV, Chroot, unit_settings
 from conftest import ROOT
 from daemon_helpers import add_job, new_token, wait_until
+from packaging_fixtures import V1, V2, VERSION
 
 ROOTFS = os.path.join(ROOT, "build", "rootfs", "runtime")
-VERSION = open(os.path.join(ROOT, "VERSION")).read().strip()
-V1 = f"{VERSION}-1"
-V2 = f"{VERSION}+upgrade1-1"        # sorts after V1 (dpkg --compare-versions is checked)
 UNIT = "/lib/systemd/system/runner.service"
 CONFIG = "/etc/gitlab-runner/config.toml"
 
@@ -35,25 +32,6 @@ CONFIG = "/etc/gitlab-runner/config.toml"
 # ---------------------------------------------------------------------------
 # fixtures
 # ---------------------------------------------------------------------------
-
-@pytest.fixture(scope="session")
-def debs(tmp_path_factory):
-    """{version: path of the .deb}: `make deb` for V1 and V2, built side by side."""
-    out = tmp_path_factory.mktemp("deb")
-    assert subprocess.run(["dpkg", "--compare-versions", V2, "gt", V1]).returncode == 0
-    builds = {v: subprocess.Popen(["make", "-s", "deb", f"DEB_VERSION={v}", f"DEB_DIR={out}"],
-                                  cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True)
-              for v in (V1, V2)}
-    paths = {}
-    for v, p in builds.items():
-        log, _ = p.communicate(timeout=600)
-        assert p.returncode == 0, f"make deb DEB_VERSION={v} failed:\n{log[-4000:]}"
-        paths[v] = log.strip().splitlines()[-1]
-        assert os.path.basename(paths[v]) == f"runner_{v}_amd64.deb", log
-        assert os.path.isfile(paths[v])
-    return paths
-
 
 @pytest.fixture
 def chroot(tmp_path):

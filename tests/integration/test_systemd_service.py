@@ -19,8 +19,7 @@ import subprocess
 import pytest
 
 from daemon_helpers import add_job, job_requests_of, new_token, wait_until
-from test_container import docker, docker_host  # noqa: F401  (fixtures)
-from test_debian_package import V1, V2, VERSION, debs  # noqa: F401  (fixture)
+from packaging_fixtures import CTR, V1, V2, VERSION
 
 BASE = "runner-base-runtime:bookworm"      # imported by build-image.sh from build/rootfs/runtime
 # PrivateTmp=yes gives the service its own /tmp: the job waits on a file in
@@ -35,10 +34,8 @@ def base(docker_host):
     env = dict(os.environ, DOCKER_HOST=docker_host)
     if subprocess.run(["docker", "image", "inspect", BASE], env=env,
                       capture_output=True).returncode != 0:
-        p = subprocess.run([os.path.join(os.path.dirname(__file__), "..", "..", "packaging",
-                                         "container", "build-image.sh"), "--offline",
-                            "runner:test"], env=env, capture_output=True, text=True,
-                           timeout=1800)
+        p = subprocess.run([os.path.join(CTR, "build-image.sh"), "--offline", "runner:test"],
+                           env=env, capture_output=True, text=True, timeout=1800)
         assert p.returncode == 0, p.stderr[-4000:]
     return BASE
 

@@ -6,17 +6,15 @@
   on SIGQUIT; jobs do not inherit the variables.
 - The unit: `systemd-analyze verify` on it (ExecStart pointed at
   build/runner; the package's own test verifies the untouched file in a
-  Debian tree); its exact ExecStart flags run against the double, stopped
-  with its KillSignal sent to the main process only (KillMode=mixed): the
-  running job finishes, is reported, and the daemon exits 0.
+  Debian tree).  Its exact ExecStart stopped by its KillSignal is run by
+  test_debian_package.py (in a chroot) and test_systemd_service.py (under
+  a real systemd), where the unit's user and paths exist.
 - `runner install` / `uninstall` for real, inside `unshare --mount` with a
   tmpfs over /etc/systemd/system, so the host is untouched.
 """
 import json
 import os
 import pathlib
-import pwd
-import shlex
 import shutil
 import signal
 import socket
@@ -209,56 +207,6 @@ def test_unit_settings():
     assert "NoNewPrivileges" not in s
     # The daemon rewrites config.toml and keeps its journal beside it.
     assert "-/etc/gitlab-runner" in s["ReadWritePaths"]
-
-
-def test_exec_start_drains_on_kill_signal(gitlab_factory, daemons, notify, tmp_path):
-    """The unit's ExecStart flags, run as systemd runs them, stopped as systemd stops them."""
-    s = unit_settings()
-    argv = shlex.split(s["ExecStart"][0])
-    assert argv[0] == "/usr/bin/runner"
-    assert s["KillMode"] == ["mixed"], "KillSignal must go to the daemon alone"
-    kill_signal = signal.Signals[s["KillSignal"][0]]
-
-    gitlab = gitlab_factory(long_poll=30)
-    r = gitlab.add_runner(token=new_token())
-    d = daemons(gitlab, [entry(gitlab, r, "alpha")], env={"NOTIFY_SOCKET": notify.path})
-    workdir = tmp_path / "home"
-    workdir.mkdir()
-    args, i = [], 1
-    while i < len(argv):
-        flag = argv[i]
-        if flag == "--working-directory":
-            args += [flag, str(workdir)]
-            i += 2
-        elif flag == "--config":
-            args += [flag, d.config]
-            i += 2
-        elif flag == "--user":
-            try:
-                pwd.getpwnam(argv[i + 1])
-            except KeyError:
-                i += 2          # no such user here: the package's chroot test keeps it
-                continue
-            os.chmod(tmp_path, 0o755)
-            os.chown(workdir, pwd.getpwnam(argv[i + 1]).pw_uid, -1)
-            args += argv[i:i + 2]
-            i += 2
-        else:
-            args.append(flag)
-            i += 1
-    assert args[0] == "run"
-
-    job = add_job(gitlab, r, script=["echo started", "sleep 1.5", "echo finished"])
-    d.start(args=args)
-    notify.wait("READY=1")
-    wait_until(lambda: "started" in job.log_text, 15, "the job to start")
-    # The builds went where the unit says (--working-directory).
-    assert os.path.isdir(workdir / "builds")
-    os.kill(d.pid, kill_signal)        # the main process only: KillMode=mixed
-    notify.wait("STOPPING=1")
-    assert d.wait(20) == 0
-    assert job.status == "success" and "finished" in job.log_text
-    check_run(gitlab, d, [job])
 
 
 # ---------------------------------------------------------------------------

@@ -203,7 +203,7 @@ def test_unit_settings():
     assert s["ExecReload"] == ["/bin/kill -HUP $MAINPID"]
     assert s["ExecStart"] == ["/usr/bin/runner run --working-directory /home/gitlab-runner "
                               "--config /etc/gitlab-runner/config.toml --user gitlab-runner"]
-    # su (jobs as --user) and sudo in jobs need setuid to work.
+    # sudo and other setuid programs in jobs would stop working under it.
     assert "NoNewPrivileges" not in s
     # The daemon rewrites config.toml and keeps its journal beside it.
     assert "-/etc/gitlab-runner" in s["ReadWritePaths"]

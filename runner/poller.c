@@ -170,39 +170,63 @@ forget_call(struct poller *p, struct api_call *call)
 		}
 }
 
+/*
+ * Slots belong to the runner token, not to the entry: two [[runners]]
+ * entries with one token (two executors or limits for one GitLab runner)
+ * share a builds directory tree, so they must not hand out the same
+ * <concurrent id> or project slot.  gitlab-runner's builds helper compares
+ * tokens across every build of the process the same way.  Stopped pollers
+ * whose jobs still run stay in d->pollers, so their slots count too.
+ */
+static bool
+same_runner(const struct poller *a, const struct poller *b)
+{
+	return strcmp(a->token, b->token) == 0;
+}
+
 static int
 free_concurrent_id(const struct poller *p)
 {
+	const struct poller *q;
 	const struct job_link *l;
 	int id;
 
 	for (id = 0; id < MAX_JOBS_PER_ENTRY; id++) {
-		for (l = p->job_list; l != NULL; l = l->next)
-			if (l->concurrent_id == id)
-				break;
-		if (l == NULL)
+		bool taken = false;
+
+		for (q = p->d->pollers; q != NULL && !taken; q = q->next)
+			if (same_runner(p, q))
+				for (l = q->job_list; l != NULL && !taken; l = l->next)
+					taken = l->concurrent_id == id;
+		if (!taken)
 			return id;
 	}
 	return id;
 }
 
 /*
- * The lowest slot no running job of the same project holds: the
- * <concurrent project id> of the build directory, so two jobs of one
+ * The lowest slot no running job of the same project (and token) holds:
+ * the <concurrent project id> of the build directory, so two jobs of one
  * project never share a checkout while different projects reuse slot 0.
  */
 static int
 free_concurrent_project_id(const struct poller *p, int64_t project_id)
 {
+	const struct poller *q;
 	const struct job_link *l;
 	int *in_use;
-	size_t n = 0;
+	size_t n = 0, cap = 0;
 	int id;
 
-	in_use = xcalloc(p->jobs + 1, sizeof(*in_use));
-	for (l = p->job_list; l != NULL; l = l->next)
-		if (l->project_id == project_id)
-			in_use[n++] = l->concurrent_project_id;
+	for (q = p->d->pollers; q != NULL; q = q->next)
+		if (same_runner(p, q))
+			cap += q->jobs;
+	in_use = xcalloc(cap + 1, sizeof(*in_use));
+	for (q = p->d->pollers; q != NULL; q = q->next)
+		if (same_runner(p, q))
+			for (l = q->job_list; l != NULL; l = l->next)
+				if (l->project_id == project_id && n < cap)
+					in_use[n++] = l->concurrent_project_id;
 	id = job_concurrent_project_id(in_use, n);
 	free(in_use);
 	return id;

@@ -168,6 +168,41 @@ def test_two_concurrent_jobs_of_one_project_get_different_directories(gitlab, da
     check_run(gitlab, d, [a, b, other])
 
 
+def test_two_entries_with_one_token_share_the_slots(gitlab, daemons, tmp_path):
+    """Two [[runners]] entries, one token (two limits for one GitLab runner): the
+    slots are the token's, so two jobs of one project, one per entry, running at
+    the same time get two directories, as in gitlab-runner's builds helper."""
+    r = gitlab.add_runner(token=new_token())
+    builds = tmp_path / "builds"
+    meet = tmp_path / "meet"
+    meet.mkdir()
+    d = daemons(gitlab, [entry(gitlab, r, "first", builds_dir=str(builds), limit=1),
+                         entry(gitlab, r, "second", builds_dir=str(builds), limit=1)],
+                concurrent=2)
+    # Each job waits (bounded) until both run, so they overlap for certain.
+    script = ['echo "DIR=$CI_PROJECT_DIR"', 'echo "CID=$CI_CONCURRENT_ID"',
+              f'touch {meet}/$CI_JOB_ID',
+              f'for i in $(seq 600); do [ "$(ls {meet} | wc -l)" -ge 2 ] && break; '
+              'sleep 0.1; done',
+              f'echo "MET=$(ls {meet} | wc -l)"']
+    a = add_job(gitlab, r, script=script)
+    b = add_job(gitlab, r, script=script)
+    d.start()
+    for job in (a, b):
+        gitlab.wait_for_job(job, ("success", "failed"), timeout=90)
+    assert d.stop() == 0
+
+    def out(job, key):
+        assert job.status == "success", job.log_text
+        return [line.split(key + "=", 1)[1] for line in job.log_text.splitlines()
+                if key + "=" in line and "$ " not in line][0]
+
+    assert out(a, "MET") == "2" and out(b, "MET") == "2", "the jobs did not overlap"
+    assert {out(a, "CID"), out(b, "CID")} == {"0", "1"}
+    assert out(a, "DIR") != out(b, "DIR")
+    check_run(gitlab, d, [a, b])
+
+
 def test_config_environment_and_the_tls_ca_file_variable(gitlab_tls, tls_files, daemons,
                                                          tmp_path):
     gitlab = gitlab_tls

@@ -409,14 +409,21 @@ json_parse_root(struct json_parse *jp, const char *body, size_t len)
 	return root;
 }
 
-/* A member, with null taken as absent. */
+/*
+ * A member, with null taken as absent.  cJSON keeps every copy of a name
+ * given twice and its lookup finds the first; Go's decoder, which GitLab's
+ * answers are written for, lets the last one win, and a null leaves the
+ * value a field already has.  So: the last copy that is not null.
+ */
 static const cJSON *
 json_member(const cJSON *obj, const char *key)
 {
-	const cJSON	*v;
+	const cJSON	*v, *found = NULL;
 
-	v = cJSON_GetObjectItemCaseSensitive(obj, key);
-	return cJSON_IsNull(v) ? NULL : v;
+	cJSON_ArrayForEach(v, obj)
+		if (v->string != NULL && strcmp(v->string, key) == 0 && !cJSON_IsNull(v))
+			found = v;
+	return found;
 }
 
 /* The object under key; NULL when absent, null or (with an error) not an object. */

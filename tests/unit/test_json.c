@@ -1183,17 +1183,25 @@ test_big_numbers(void **state)
 	api_job_free(job);
 }
 
-/* Members given twice (cJSON keeps both): nothing may leak. */
+/*
+ * Members given twice (cJSON keeps both): the last one wins, as in Go's
+ * decoder, a later null keeps the earlier value, and nothing may leak.
+ */
 static void
 test_duplicate_members(void **state)
 {
 	struct api_job	*job;
 
 	(void)state;
-	job = job_ok("{\"id\":1,\"token\":\"a\",\"token\":\"b\","
+	job = job_ok("{\"id\":1,\"id\":7,\"token\":\"a\",\"token\":\"b\","
+	    "\"job_info\":{\"name\":\"first\",\"name\":\"last\",\"stage\":\"s\","
+	    "\"stage\":null},"
 	    "\"image\":{\"executor_opts\":{\"docker\":{\"platform\":\"x\","
 	    "\"platform\":\"y\",\"user\":\"u\",\"user\":2}}}}");
-	assert_string_equal(job->token, "a");
+	assert_int_equal(job->id, 7);
+	assert_string_equal(job->token, "b");
+	assert_string_equal(job->job_info.name, "last");
+	assert_string_equal(job->job_info.stage, "s");
 	assert_string_equal(job->image.docker_platform, "y");
 	assert_string_equal(job->image.docker_user, "2");
 	api_job_free(job);

@@ -112,11 +112,14 @@ $(A)/runner: $(A)/obj/runner/main.o $(A)/librunner.a
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/librunner.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ -lcmocka $(LIBS)
+	$(CC) $(CFLAGS) $(TEST_LDFLAGS) -o $@ $^ -lcmocka $(LIBS)
 
 $(A)/tests/%: $(A)/obj/tests/unit/%.o $(A)/librunner.a
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN_FLAGS) -o $@ $^ -lcmocka $(LIBS)
+	$(CC) $(SAN_FLAGS) $(TEST_LDFLAGS) -o $@ $^ -lcmocka $(LIBS)
+
+# test_vars counts the library's reallocs (how lists grow) through a wrapper.
+$(BUILD)/tests/test_vars $(A)/tests/test_vars: TEST_LDFLAGS = -Wl,--wrap=realloc
 
 $(BUILD)/tools/%: $(BUILD)/obj/tests/tools/%.o $(BUILD)/librunner.a
 	@mkdir -p $(dir $@)

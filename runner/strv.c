@@ -1,4 +1,4 @@
-/* Vectors of owned strings, grown one at a time (few elements, rarely). */
+/* Vectors of owned strings. */
 #include <stdlib.h>
 
 #include "runner/strv.h"
@@ -7,7 +7,21 @@
 void
 strv_push_owned(struct strv *sv, char *s)
 {
-	sv->v = xreallocarray(sv->v, sv->n + 2, sizeof(char *));
+	/*
+	 * Doubling: a job may bring 100,000 variables or an artifact 100,000
+	 * paths, and one slot at a time is quadratic where realloc copies
+	 * (always, under ASan).  v == NULL counts as no room, so a vector
+	 * whose array was taken and reset to NULL, n 0 starts over.
+	 */
+	if (sv->v == NULL || sv->n + 2 > sv->cap) {
+		size_t cap = sv->v == NULL ? 0 : sv->cap;
+
+		cap = cap < 8 ? 8 : cap * 2;
+		if (cap < sv->n + 2)
+			cap = sv->n + 2;
+		sv->v = xreallocarray(sv->v, cap, sizeof(char *));
+		sv->cap = cap;
+	}
 	sv->v[sv->n++] = s;
 	sv->v[sv->n] = NULL;
 }
@@ -28,4 +42,5 @@ strv_release(struct strv *sv)
 	free(sv->v);
 	sv->v = NULL;
 	sv->n = 0;
+	sv->cap = 0;
 }

@@ -10,6 +10,7 @@
 struct strv {
 	char	**v;	/* v[n] == NULL once anything was pushed; NULL while empty */
 	size_t	  n;
+	size_t	  cap;	/* slots allocated in v; meaningless while v is NULL */
 };
 
 /* Append a copy of s. */

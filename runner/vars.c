@@ -84,7 +84,11 @@ push(struct job_vars *v, const char *key, const char *value, bool file,
 {
 	struct job_var *e;
 
-	v->v = xreallocarray(v->v, v->n + 1, sizeof(*v->v));
+	/* Doubling: 100,000 variables must not cost 100,000 copies of the list. */
+	if (v->n == v->cap) {
+		v->cap = v->cap < 64 ? 64 : v->cap * 2;
+		v->v = xreallocarray(v->v, v->cap, sizeof(*v->v));
+	}
 	e = &v->v[v->n++];
 	e->key = xstrdup(key);
 	e->value = xstrdup(value != NULL ? value : "");

@@ -45,6 +45,7 @@ struct job_var {
 struct job_vars {
 	struct job_var	*v;
 	size_t		 n;
+	size_t		 cap;	/* slots allocated in v */
 	struct strv	 warnings;	/* for the job log: bad FF_ values, unreadable TLS files */
 };
 

@@ -87,7 +87,7 @@ test_order(void **state)
 	struct api_variable pv[] = { V("CI_JOB_ID", "42"), V("MY", "x") };
 	struct api_job job = job_with(pv, 2);
 	struct job_vars_input in = input();
-	struct strv env = { NULL, 0 };
+	struct strv env = { 0 };
 	struct job_vars v;
 	static const char *const want[] = {
 		"CI_JOB_IMAGE", "CI_RUNNER_SHORT_TOKEN", "E1", "E2", "CI_BUILDS_DIR",
@@ -264,7 +264,7 @@ test_files_and_masks(void **state)
 	struct api_job job = job_with(pv, 4);
 	struct job_vars_input in = input();
 	struct script_var *sv;
-	struct strv masked = { NULL, 0 };
+	struct strv masked = { 0 };
 	struct job_vars v;
 	char *ca, *cert, *key;
 	size_t i, n;
@@ -698,6 +698,58 @@ test_prepare(void **state)
 	job_prep_release(&p);
 }
 
+/*
+ * The test binary is linked with --wrap=realloc (Makefile), so this counts
+ * every realloc the library makes: a list grown one slot at a time makes
+ * one per element, which is quadratic where realloc copies (ASan: always).
+ */
+static size_t reallocs;
+void	*__real_realloc(void *, size_t);
+void	*__wrap_realloc(void *, size_t);
+
+void *
+__wrap_realloc(void *p, size_t size)
+{
+	reallocs++;
+	return __real_realloc(p, size);
+}
+
+/* 100,000 variables, half of them masked: the lists grow by doubling. */
+static void
+test_many_variables_grow_in_few_steps(void **state)
+{
+	enum { N = 100000 };
+	struct api_variable *pv = xcalloc(N, sizeof(*pv));
+	struct api_job job;
+	struct job_vars_input in = input();
+	struct strv masked = { 0 };
+	struct job_vars v;
+	size_t i, before;
+
+	(void)state;
+	for (i = 0; i < N; i++) {
+		pv[i].key = xasprintf("VAR_%zu", i);
+		pv[i].value = xasprintf("value-%zu", i);
+		pv[i].masked = i % 2 == 0;
+	}
+	job = job_with(pv, N);
+	before = reallocs;
+	job_vars_build(&v, &job, &in);
+	job_vars_masked(&v, &masked);
+	assert_true(v.n > N);
+	assert_int_equal(masked.n, N / 2);
+	assert_string_equal(job_vars_get(&v, "VAR_99999"), "value-99999");
+	/* log2(100,000) is 17: two lists, a margin for the rest. */
+	assert_true(reallocs - before < 200);
+	strv_release(&masked);
+	job_vars_release(&v);
+	for (i = 0; i < N; i++) {
+		free(pv[i].key);
+		free(pv[i].value);
+	}
+	free(pv);
+}
+
 int
 main(void)
 {
@@ -715,6 +767,7 @@ main(void)
 		cmocka_unit_test(test_clone_path),
 		cmocka_unit_test(test_concurrent_project_id),
 		cmocka_unit_test(test_prepare),
+		cmocka_unit_test(test_many_variables_grow_in_few_steps),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

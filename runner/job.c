@@ -1274,20 +1274,23 @@ job_recover(const struct job_env *env, const char *state_dir, const struct api_i
 	struct trace_log_config lc = { 0 };
 	struct trace_params tp = { 0 };
 	struct api_job_update u = { 0 };
-	char **paths, *dir, *cause = NULL;
+	char **paths, *cause = NULL;
 	size_t i, n;
 
 	all->done = done;
 	all->arg = arg;
 	all->pending = 1;	/* held until every entry has started */
-	if ((dir = journal_dir(state_dir, &cause)) == NULL) {
-		log_error("%s", cause);
+	/*
+	 * Only read: the state directory is made when a job has a report to
+	 * keep, not at every start (a mistyped -c must not leave a directory
+	 * owned by root where another account's home would be).
+	 */
+	paths = journal_list(state_dir, &n, &cause);
+	if (cause != NULL) {
+		log_error("%s: reports kept there are not sent", cause);
 		free(cause);
-		paths = xcalloc(1, sizeof(char *));
-		n = 0;
-	} else
-		paths = journal_list(dir, &n);
-	free(dir);
+		cause = NULL;
+	}
 	for (i = 0; i < n; i++) {
 		struct recovery *r = xcalloc(1, sizeof(*r));
 

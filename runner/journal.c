@@ -190,25 +190,35 @@ cmp_strings(const void *a, const void *b)
 }
 
 char **
-journal_list(const char *dir, size_t *n)
+journal_list(const char *state_dir, size_t *n, char **cause)
 {
 	struct dirent *de;
 	char **out = xcalloc(1, sizeof(char *));
+	char *dir = xasprintf("%s/journal", state_dir);
+	size_t len, cap = 1;
 	DIR *d;
-	size_t len;
 
 	*n = 0;
-	if ((d = opendir(dir)) == NULL)
+	if ((d = opendir(dir)) == NULL) {
+		if (errno != ENOENT)
+			*cause = xasprintf("cannot read the journal %s: %s", dir,
+			    strerror(errno));
+		free(dir);
 		return out;
+	}
 	while ((de = readdir(d)) != NULL) {
 		len = strlen(de->d_name);
 		if (len > 5 && strcmp(de->d_name + len - 5, ".toml") == 0) {
-			out = xreallocarray(out, *n + 2, sizeof(char *));
+			if (*n + 2 > cap) {
+				cap = cap * 2 + 2;
+				out = xreallocarray(out, cap, sizeof(char *));
+			}
 			out[(*n)++] = xasprintf("%s/%s", dir, de->d_name);
 			out[*n] = NULL;
 		}
 	}
 	closedir(d);
+	free(dir);
 	qsort(out, *n, sizeof(char *), cmp_strings);
 	return out;
 }

@@ -36,7 +36,12 @@ char	*journal_path(const char *dir, int64_t job_id, const char *suffix);
 int	 journal_write(const char *path, const struct journal_entry *e, char **cause);
 int	 journal_read(const char *path, struct journal_entry *e, char **cause);
 void	 journal_entry_release(struct journal_entry *e);
-/* The .toml files in dir, sorted; *n their count.  NULL-terminated. */
-char	**journal_list(const char *dir, size_t *n);
+/*
+ * The .toml files in <state dir>/journal, sorted; *n their count.
+ * NULL-terminated.  Creates nothing: a journal that does not exist holds
+ * no report.  Any other failure to read it sets *cause (the caller frees
+ * it), since reports would be lost silently.
+ */
+char	**journal_list(const char *state_dir, size_t *n, char **cause);
 
 #endif

@@ -8,10 +8,12 @@ build cannot run.  Every test ends with check_run().
 import os
 import re
 import signal
+import subprocess
 import time
 
 from daemon_helpers import (add_job, assert_last_update_echoed, check_run, daemons, entry, final_puts,  # noqa: F401
                             job_requests_of, new_token, wait_until)
+from daemon_helpers import RUNNER
 
 
 def picked_at(gitlab, job):
@@ -336,3 +338,26 @@ def test_run_before_register_waits_for_the_config(gitlab, daemons):
     gitlab.wait_for_job(job, "success", timeout=15)
     assert d.stop() == 0
     check_run(gitlab, d, [job])
+
+
+def test_run_with_a_config_in_a_missing_directory_creates_nothing(tmp_path):
+    """`run -c` naming a directory that does not exist (a typo, another account's
+    home not made yet) leaves the file system as it was: no state directory, no
+    journal, until there is a report to keep where the state is configured."""
+    home = tmp_path / "home"
+    home.mkdir()
+    config = home / "someone" / "config.toml"
+    p = subprocess.Popen([RUNNER, "run", "-c", str(config)], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    try:
+        lines = []
+        for line in p.stdout:
+            lines.append(line)
+            if "waiting for a config" in line:
+                break
+        assert any("does not exist yet" in line for line in lines), "".join(lines)
+    finally:
+        p.terminate()
+        out = p.communicate(timeout=30)[0]
+    assert p.returncode == 0, out
+    assert list(home.iterdir()) == [], "".join(lines) + out

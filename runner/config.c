@@ -217,7 +217,7 @@ static const struct {
 	{ "FF_USE_LEGACY_GCS_CACHE_ADAPTER", false },
 	{ "FF_DISABLE_UMASK_FOR_KUBERNETES_EXECUTOR", false },
 	{ "FF_USE_LEGACY_S3_CACHE_ADAPTER", false },
-	{ "FF_GIT_URLS_WITHOUT_TOKENS", false },
+	{ "FF_GIT_URLS_WITHOUT_TOKENS", true },	/* not gitlab-runner's: no token in git's argv */
 	{ "FF_WAIT_FOR_POD_TO_BE_REACHABLE", false },
 	{ "FF_MASK_ALL_DEFAULT_TOKENS", true },
 	{ "FF_EXPORT_HIGH_CARDINALITY_METRICS", false },

@@ -909,7 +909,8 @@ build_stages(struct job *job)
 /*
  * Where git fetches from: the payload's URL (it carries the job token as
  * userinfo) or clone_url with the project path; origin gets the same
- * without the token, which only the tmp git config holds.
+ * without the token.  repo_url, with it, is for the tmp git config's
+ * insteadOf, used only with FF_GIT_URLS_WITHOUT_TOKENS false.
  */
 static void
 git_urls(struct job *job)
@@ -1017,6 +1018,8 @@ fill_script_job(struct job *job)
 	sj->repo_url = job->repo_url;
 	sj->remote_url = job->remote_url;
 	sj->server_host = job->server_host;
+	sj->git_urls_without_tokens = job_vars_feature_flag(&job->prep.vars,
+	    "FF_GIT_URLS_WITHOUT_TOKENS");
 	sj->sha = job->payload->git_info.sha != NULL ? job->payload->git_info.sha : "";
 	sj->ref = job->payload->git_info.ref != NULL ? job->payload->git_info.ref : "";
 	sj->refspecs.v = (const char *const *)job->payload->git_info.refspecs.v;

@@ -42,6 +42,9 @@
 
 #define ENV_FILE	"gitlab_runner_env"
 #define EXT_CONF	".gitlab-runner.ext.conf"
+/* git runs it through sh with "get", "store" or "erase" as $1. */
+#define TOKEN_HELPER	"!f(){ if [ \"$1\" = get ]; then " \
+			"echo \"password=${CI_JOB_TOKEN}\"; fi; }; f"
 #define TEMPLATE_DIR	"git-template"
 
 #define EXIT_CODE_CHECK	"_runner_exit_code=$?; if [ $_runner_exit_code -ne 0 ]; " \
@@ -342,26 +345,60 @@ insteadof(struct buf *c, const char *to, const char *from)
 }
 
 /*
- * The external git config: the credentialed URL as insteadOf of the plain
- * one, and the same for the server's base URL so that submodules on the
- * same server (relative URLs included) get the credentials too.  Written
- * by printf, a builtin, so the token is in no process's argv; 0600
- * through umask in a subshell.
+ * FF_GIT_URLS_WITHOUT_TOKENS: git asks a helper for the password instead of
+ * being handed a URL with it, because git passes the URL it fetches on to
+ * git-remote-http and fetch-pack as arguments, which every local user can
+ * read.  The helper is a shell function that echoes "$CI_JOB_TOKEN" from
+ * its environment (echo is a builtin: no argv holds the token, and neither
+ * does this file).  Scoped to the server's scheme://host[:port], so a
+ * submodule on another host is never sent the token; the empty helper
+ * first drops the user's own helpers for that host, so none of them stores
+ * the token.  git-lfs asks git credential too, so it gets the same answer.
+ */
+static void
+credential_helper(struct buf *c, const char *server_host)
+{
+	buf_puts(c, "[credential \"");
+	gitcfg_escape(c, server_host);
+	buf_puts(c, "\"]\n\thelper = \"\"\n\thelper = \"");
+	gitcfg_escape(c, TOKEN_HELPER);
+	buf_puts(c, "\"\n\tusername = \"gitlab-ci-token\"\n");
+}
+
+/*
+ * The old way, with the flag false: the credentialed URL as insteadOf of
+ * the plain one, and the same for the server's base URL so that submodules
+ * on the same server (relative URLs included) get the credentials too.
+ */
+static void
+token_insteadof(struct buf *c, const struct script_job *j)
+{
+	char *to, *from;
+
+	insteadof(c, j->repo_url, j->remote_url);
+	to = url_base(j->repo_url);
+	from = url_base(j->remote_url);
+	if (to != NULL && from != NULL && strcmp(to, from) != 0)
+		insteadof(c, to, from);
+	free(to);
+	free(from);
+}
+
+/*
+ * The external git config: how git gets the job token, and the CA file.
+ * Written by printf, a builtin, so the insteadOf URLs are in no process's
+ * argv; 0600 through umask in a subshell.
  */
 static void
 write_ext_conf(struct buf *b, const struct script_job *j)
 {
 	struct buf c;
-	char *to, *from;
 
 	buf_init(&c, BUF_UNLIMITED);
-	insteadof(&c, j->repo_url, j->remote_url);
-	to = url_base(j->repo_url);
-	from = url_base(j->remote_url);
-	if (to != NULL && from != NULL && strcmp(to, from) != 0)
-		insteadof(&c, to, from);
-	free(to);
-	free(from);
+	if (!j->git_urls_without_tokens)
+		token_insteadof(&c, j);
+	else if (!empty(j->server_host))
+		credential_helper(&c, j->server_host);
 	if (!empty(j->ca_file) && !empty(j->server_host) &&
 	    strchr(j->server_host, '\n') == NULL) {
 		buf_puts(&c, "[http \"");

@@ -6,8 +6,10 @@
  * Every value that reaches the script is quoted: no variable, ref name,
  * path or command can break out of its place, whatever quotes, $(),
  * backticks, newlines or non-UTF-8 bytes it holds.  The job token reaches
- * git only through a temporary external git config in the job's tmp dir
- * (never .git/config, never argv, never the log), removed at cleanup.
+ * git only through a credential helper that reads CI_JOB_TOKEN from the
+ * environment (FF_GIT_URLS_WITHOUT_TOKENS, the default) or, with the flag
+ * false, through insteadOf URLs in a temporary external git config in the
+ * job's tmp dir; never .git/config, never the log.
  */
 #ifndef RUNNER_SCRIPT_H
 #define RUNNER_SCRIPT_H
@@ -99,9 +101,10 @@ struct script_job {
 
 	/* get_sources */
 	const char		*git_strategy;	/* fetch, clone, none, empty */
-	const char		*repo_url;	/* with gitlab-ci-token:<token>@: only into the tmp git config */
+	const char		*repo_url;	/* with gitlab-ci-token:<token>@: tmp git config, flag false only */
 	const char		*remote_url;	/* the same without credentials: origin */
-	const char		*server_host;	/* scheme://host[:port], for git credential reject */
+	const char		*server_host;	/* scheme://host[:port]: the helper's scope, credential reject */
+	bool			 git_urls_without_tokens; /* FF_GIT_URLS_WITHOUT_TOKENS: helper, not insteadOf */
 	const char		*sha;
 	const char		*ref;
 	struct script_lines	 refspecs;

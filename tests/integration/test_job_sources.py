@@ -343,27 +343,43 @@ def test_native_clone_feature_flag(gitlab, daemons, git_server, tmp_path):
     check_run(gitlab, d, [job])
 
 
-def test_credentials_a_helper_stored_are_rejected_at_the_end(gitlab, daemons, git_server,
-                                                             tmp_path):
+# How many credentials ~/.git-credentials holds for the job (0 when there is no file).
+_STORED = "echo %s=$(cat ~/.git-credentials 2>/dev/null | grep -c gitlab-ci-token)"
+
+
+@pytest.mark.parametrize("urls_without_tokens", ["default", "false"])
+def test_a_credential_helper_of_the_user_keeps_no_job_token(gitlab, daemons, git_server,
+                                                            tmp_path, urls_without_tokens):
     # A build user whose git saves every credential it uses (credential.helper
-    # store): the job's token would outlive the job in ~/.git-credentials
-    # without the `git credential reject` at the end of get_sources.
+    # store).  By default the runner's own helper replaces the user's for the
+    # GitLab host, so git never hands the store the token; with
+    # FF_GIT_URLS_WITHOUT_TOKENS=false git stores the insteadOf URL's token
+    # and the `git credential reject` at the end of get_sources erases it.
     home = tmp_path / "home"
     home.mkdir()
     (home / ".gitconfig").write_text("[credential]\n\thelper = store\n")
     r = gitlab.add_runner(token=new_token())
     d = daemons(gitlab, [builds_entry(gitlab, r, tmp_path)],
                 env={"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")})
+    variables = {} if urls_without_tokens == "default" else \
+        {"FF_GIT_URLS_WITHOUT_TOKENS": urls_without_tokens}
     job = source_job(gitlab, r, git_server, ["echo HEAD=$(git rev-parse HEAD)",
-                                             "cat ~/.git-credentials | wc -l | sed 's/^/STORED=/'"])
+                                             _STORED % "STORED_AFTER"],
+                     variables=variables,
+                     hooks=[{"name": "post_get_sources_script",
+                             "script": [_STORED % "STORED_DURING"]}])
     d.start()
     gitlab.wait_for_job(job, ("success", "failed"), timeout=60)
     d.stop()
-    assert job.status == "success", job.log_text
-    assert f"HEAD={git_server.repos.main_head}" in job.log_text
+    log = job.log_text
+    assert job.status == "success", log
+    assert f"HEAD={git_server.repos.main_head}" in log
+    if urls_without_tokens == "default":
+        assert "STORED_DURING=0" in log, log
+    else:
+        # git did use the user's helper: the test can see a stored token.
+        assert "STORED_DURING=1" in log, log
+    assert "STORED_AFTER=0" in log, log
     store = home / ".git-credentials"
-    # git did use the helper (the file exists), and nothing of the job is left in it.
-    assert store.exists(), "git never called the credential helper: the test proves nothing"
-    assert job.token not in store.read_text()
-    assert "STORED=0" in job.log_text
+    assert not store.exists() or job.token not in store.read_text()
     check_run(gitlab, d, [job])

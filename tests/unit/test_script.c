@@ -313,6 +313,7 @@ golden_job(struct script_job *j, const char *shell)
 	j->repo_url = "https://gitlab-ci-token:secret@gitlab.example.com/acme/widget.git";
 	j->remote_url = "https://gitlab.example.com/acme/widget.git";
 	j->server_host = "https://gitlab.example.com";
+	j->git_urls_without_tokens = true;
 	j->sha = "0123456789abcdef0123456789abcdef01234567";
 	j->ref = "main";
 	j->refspecs.v = golden_refspecs;
@@ -418,6 +419,14 @@ test_golden(void **state)
 			free(name);
 			free(s);
 		}
+		/* FF_GIT_URLS_WITHOUT_TOKENS false: the old insteadOf config. */
+		golden_job(&j, shells[k]);
+		j.git_urls_without_tokens = false;
+		s = script_stage(&j, SCRIPT_GET_SOURCES);
+		name = xasprintf("%s_get_sources_urls_with_tokens", shells[k]);
+		check_golden(name, s);
+		free(name);
+		free(s);
 		golden_job(&j, shells[k]);
 		j.script_sections = false;
 		j.exit_code_check = false;
@@ -807,7 +816,7 @@ test_sources_git(void **state)
 		sh("rmdir '%s'", j.project_dir);
 		j.git_strategy = "fetch";
 		j.repo_url = repo;
-		/* Reached only through the ext config's insteadOf. */
+		/* Reached only through the ext config's insteadOf (the flag is false). */
 		j.remote_url = "file:///nonexistent/remote/origin.git";
 		j.server_host = "http://127.0.0.1:9";
 		j.sha = sha2;
@@ -882,6 +891,89 @@ test_sources_git(void **state)
 		free_job(&j);
 	}
 	free(repo);
+	free(sha1);
+	free(sha2);
+}
+
+/*
+ * What git gets for url from a credential fill with the ext config and
+ * CI_JOB_TOKEN=token in its environment; a user's own helper comes first,
+ * as one in ~/.gitconfig would.
+ */
+static char *
+credential_fill(const char *ext, const char *token, const char *url)
+{
+	char *out = xasprintf("%s/fill.out", root), *text;
+
+	sh("printf 'url=%%s\\n' '%s' | CI_JOB_TOKEN='%s' GIT_TERMINAL_PROMPT=0 "
+	    "git -c credential.helper='!f(){ echo username=u; echo password=from-user-helper; }; f' "
+	    "-c include.path='%s' credential fill > '%s' 2>/dev/null || true",
+	    url, token, ext, out);
+	text = read_file(out, NULL);
+	assert_non_null(text);
+	free(out);
+	return (text);
+}
+
+/*
+ * FF_GIT_URLS_WITHOUT_TOKENS: no insteadOf, no token in the ext config;
+ * git's credential fill answers gitlab-ci-token and CI_JOB_TOKEN for the
+ * server's host only, ahead of the user's own helpers.
+ */
+static void
+test_sources_token_helper(void **state)
+{
+	static const char *const rs_main[] = {
+		"+refs/heads/main:refs/remotes/origin/main",
+	};
+	struct script_job j;
+	char *sha1, *sha2, *origin, *ext, *p;
+	size_t k;
+
+	(void)state;
+	make_origin(&sha1, &sha2);
+	origin = xasprintf("file://%s/origin/origin.git", root);
+	for (k = 0; k < NELEM(shells); k++) {
+		run_job(&j, shells[k], "helper");
+		sh("rmdir '%s'", j.project_dir);
+		j.git_strategy = "clone";
+		j.git_urls_without_tokens = true;
+		/* The credentialed URL is never used: the fetch goes to origin. */
+		j.repo_url = "file:///nonexistent/gitlab-ci-token:secret@/origin.git";
+		j.remote_url = origin;
+		j.server_host = "http://gitlab.example.com:8080";
+		j.sha = sha2;
+		j.ref = "main";
+		j.refspecs.v = rs_main;
+		j.refspecs.n = 1;
+		assert_int_equal(run_stage(&j, SCRIPT_GET_SOURCES, root), 0);
+		assert_head(j.project_dir, sha2);
+
+		ext = xasprintf("%s/.gitlab-runner.ext.conf", j.tmp_dir);
+		p = read_file(ext, NULL);
+		assert_non_null(p);
+		assert_null(strstr(p, "insteadOf"));
+		assert_null(strstr(p, "secret"));
+		free(p);
+
+		p = credential_fill(ext, "tok-1",
+		    "http://gitlab.example.com:8080/acme/widget.git");
+		assert_non_null(strstr(p, "username=gitlab-ci-token\n"));
+		assert_non_null(strstr(p, "password=tok-1\n"));
+		assert_null(strstr(p, "from-user-helper"));
+		free(p);
+		/* Another host, or the same host on another port: never the token. */
+		p = credential_fill(ext, "tok-1", "http://elsewhere.example/lib.git");
+		assert_null(strstr(p, "tok-1"));
+		assert_non_null(strstr(p, "password=from-user-helper\n"));
+		free(p);
+		p = credential_fill(ext, "tok-1", "http://gitlab.example.com:9090/x.git");
+		assert_null(strstr(p, "tok-1"));
+		free(p);
+		free(ext);
+		free_job(&j);
+	}
+	free(origin);
 	free(sha1);
 	free(sha2);
 }
@@ -1020,6 +1112,7 @@ main(void)
 		cmocka_unit_test(test_errexit),
 		cmocka_unit_test(test_sources_none_empty),
 		cmocka_unit_test(test_sources_git),
+		cmocka_unit_test(test_sources_token_helper),
 		cmocka_unit_test(test_sources_native_clone),
 		cmocka_unit_test(test_sources_submodules),
 	};

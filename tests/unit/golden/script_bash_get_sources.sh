@@ -36,10 +36,10 @@ git config --file '\''/builds/t3_abc/0/acme/widget.tmp/git-template/config'\'' f
 git config --file '\''/builds/t3_abc/0/acme/widget.tmp/git-template/config'\'' credential.interactive never
 git config --file '\''/builds/t3_abc/0/acme/widget.tmp/git-template/config'\'' gc.autoDetach false
 git config --file '\''/builds/t3_abc/0/acme/widget.tmp/git-template/config'\'' include.path "$GLR_EXT_GIT_CONFIG_PATH"
-(umask 077 && rm -f "$GLR_EXT_GIT_CONFIG_PATH" && printf '\''%s'\'' '\''[url "https://gitlab-ci-token:secret@gitlab.example.com/acme/widget.git"]
-	insteadOf = "https://gitlab.example.com/acme/widget.git"
-[url "https://gitlab-ci-token:secret@gitlab.example.com/"]
-	insteadOf = "https://gitlab.example.com/"
+(umask 077 && rm -f "$GLR_EXT_GIT_CONFIG_PATH" && printf '\''%s'\'' '\''[credential "https://gitlab.example.com"]
+	helper = ""
+	helper = "!f(){ if [ \"$1\" = get ]; then echo \"password=${CI_JOB_TOKEN}\"; fi; }; f"
+	username = "gitlab-ci-token"
 [http "https://gitlab.example.com"]
 	sslCAInfo = "/builds/t3_abc/0/acme/widget.tmp/CA_FILE"
 '\'' > "$GLR_EXT_GIT_CONFIG_PATH")

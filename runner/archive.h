@@ -9,9 +9,11 @@
  * may be hostile: archive_extract_zip() refuses absolute paths, ".."
  * components, symlinks leading out of the destination and anything but
  * files, directories and symlinks; it bounds the bytes and entries it
- * writes; and it checks the whole archive (paths, CRCs, sizes) before it
- * writes anything, so a refused, corrupt or truncated archive leaves the
- * destination as it found it.
+ * writes and refuses an archive that declares more than the destination's
+ * file system has free; it checks every header before it writes anything,
+ * and writes into a staging directory that moves into place only once every
+ * file in it is whole, so a refused, corrupt or truncated archive, a short
+ * write or a full disk leaves the destination as it found it.
  *
  * Errors come back as -1 with one line in err naming the entry or file.
  */
@@ -57,10 +59,12 @@ struct archive_limits {
 };
 
 /*
- * Extract the zip at path into dir (which must exist).  Existing files are
- * replaced, as gitlab-runner does.  Nothing is written unless the whole
- * archive passed the checks; if writing itself fails half-way, what this
- * call created is removed again.
+ * Extract the zip at path into dir (which must exist), merging with what
+ * is there: existing files are replaced, as gitlab-runner does.  The
+ * entries are written into a hidden directory inside dir first, with every
+ * write, close and metadata call checked, and moved into place only when
+ * all are whole; on any failure that directory goes and dir has nothing
+ * new.
  */
 int	 archive_extract_zip(const char *path, const char *dir,
 	    const struct archive_limits *lim, struct archive_stats *st,

@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 
 #include <stddef.h>
+#include <stdint.h>
+#include <time.h>
 
 #include "runner/archive.h"
 
@@ -35,5 +37,34 @@ int	arc_open_regular(const char *dir, const char *rel, struct stat *sb,
 
 int	arc_write_zip(int fd, const char *dir, char *const *files,
 	    struct archive_stats *st, char *err, size_t errlen);
+
+/*
+ * The staging directory of one extraction (archive_stage.c): made hidden
+ * inside dest, filled entry by entry through the calls below (names clean
+ * and checked, raw the name for messages), then either moved into place
+ * whole by arc_stage_commit() or removed by arc_stage_free().  Every call
+ * returns 0, or -1 with err naming the entry and the cause.
+ */
+struct arc_stage;
+
+struct arc_stage *arc_stage_new(const char *dest, char *err, size_t errlen);
+int	arc_stage_dir(struct arc_stage *s, const char *name, const char *raw,
+	    mode_t perm, const struct timespec *mtime, char *err, size_t errlen);
+int	arc_stage_symlink(struct arc_stage *s, const char *name, const char *raw,
+	    const char *target, const struct timespec *mtime, char *err, size_t errlen);
+/* A regular file: opened, written at offsets (zeros become holes), done. */
+int	arc_stage_file(struct arc_stage *s, const char *name, const char *raw,
+	    char *err, size_t errlen);
+int	arc_stage_write(struct arc_stage *s, const void *p, size_t n, int64_t off,
+	    char *err, size_t errlen);
+int	arc_stage_file_done(struct arc_stage *s, mode_t perm,
+	    const struct timespec *mtime, char *err, size_t errlen);
+/*
+ * Move everything into dest, or nothing when something is in the way;
+ * then the directories' modes and times.  The staging directory is gone
+ * afterwards either way once arc_stage_free() ran.
+ */
+int	arc_stage_commit(struct arc_stage *s, char *err, size_t errlen);
+void	arc_stage_free(struct arc_stage *s);
 
 #endif

@@ -1,14 +1,18 @@
 /*
  * Zip through libarchive: the writer (one entry per file, directory and
- * symlink, streamed) and the two-pass extractor.
+ * symlink, streamed) and the extractor.
  *
- * Extraction first reads the whole archive without writing anything: every
- * name, every symlink target and every byte of data (so libarchive checks
- * CRCs and notices truncation), with the limits counted on the bytes that
- * really come out, not on what headers claim.  Only an archive that passes
- * all of it is read a second time and written.
+ * Extraction first reads every header without writing anything: every
+ * name, every symlink target, and the sizes the central directory gives,
+ * against the limits and against the free space of the destination.  Only
+ * an archive that passes is read again, inflated once, and written into a
+ * staging directory (archive_stage.c), with the limits now counted on the
+ * bytes that really come out.  A CRC error, a short write or a full disk
+ * then costs the staging directory; the destination sees the entries only
+ * once all of them are whole.
  */
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <errno.h>
 #include <limits.h>
@@ -25,6 +29,7 @@
 #include "runner/archive.h"
 #include "runner/archive_impl.h"
 #include "runner/buf.h"
+#include "runner/commands.h"	/* helper_size(): the sizes the job log shows */
 #include "runner/xmalloc.h"
 
 /* Symlink hops one target may take before it counts as a loop (ELOOP's 40). */
@@ -396,7 +401,7 @@ through_link(const struct links *l, const char *dest, const char *name)
 	return NULL;
 }
 
-/* ---- Reading: the two passes ---- */
+/* ---- Reading: the check, then the extraction ---- */
 
 struct extract {
 	const char			*zip;	/* the archive, for messages */
@@ -423,7 +428,7 @@ corrupt(struct extract *x, const char *entry, struct archive *a)
 /*
  * Only the seekable reader: it works from the central directory, so a
  * truncated archive is refused as a whole instead of yielding the entries
- * before the cut.
+ * before the cut, and every entry's size is known before its data.
  */
 static struct archive *
 open_zip(struct extract *x)
@@ -467,7 +472,7 @@ next_entry(struct extract *x, struct archive *r, struct archive_entry **e,
 		    x->zip);
 		return -1;
 	}
-	/* A copy: pass 2 replaces the entry's name, and the string with it. */
+	/* A copy: the string goes with the entry at the next header. */
 	buf_reset(&x->raw);
 	buf_puts(&x->raw, *raw);
 	*raw = x->raw.ptr;
@@ -498,9 +503,10 @@ next_entry(struct extract *x, struct archive *r, struct archive_entry **e,
 }
 
 static int
-count_bytes(struct extract *x, const char *raw, size_t n)
+count_bytes(struct extract *x, const char *raw, uint64_t n)
 {
-	x->st.bytes += n;
+	/* Sizes from a header may be anything: saturate, never wrap. */
+	x->st.bytes = n > UINT64_MAX - x->st.bytes ? UINT64_MAX : x->st.bytes + n;
 	if (x->lim->max_bytes != 0 && x->st.bytes > x->lim->max_bytes) {
 		arc_errf(x->err, x->errlen, raw,
 		    "more than %llu bytes uncompressed in the archive, the limit",
@@ -510,21 +516,33 @@ count_bytes(struct extract *x, const char *raw, size_t n)
 	return 0;
 }
 
-/* Pass 1: read everything, write nothing. */
+/* The size the central directory gives a regular file, or -1. */
+static int64_t
+declared_size(struct archive_entry *e)
+{
+	if (archive_entry_filetype(e) != AE_IFREG || !archive_entry_size_is_set(e))
+		return -1;
+	return archive_entry_size(e) >= 0 ? archive_entry_size(e) : -1;
+}
+
+/*
+ * Pass 1, headers only: names, types, symlinks and the limits on what the
+ * central directory declares, so that a refused archive costs no inflating
+ * and no writing.  x->st.bytes ends as the declared total.
+ */
 static int
 check_archive(struct extract *x)
 {
 	struct archive *r;
 	struct archive_entry *e;
 	const char *raw, *target, *why;
-	char *chunk, *link;
-	la_ssize_t n;
+	char *link;
+	int64_t size;
 	int rc = -1, more;
 	size_t i;
 
 	if ((r = open_zip(x)) == NULL)
 		return -1;
-	chunk = xmalloc(ARC_CHUNK);
 	while ((more = next_entry(x, r, &e, &raw)) == 1) {
 		if ((link = through_link(&x->links, x->dest, x->name.ptr)) != NULL) {
 			arc_errf(x->err, x->errlen, raw,
@@ -537,14 +555,9 @@ check_archive(struct extract *x)
 				target = "";
 			links_put(&x->links, x->name.ptr, target);
 		}
-		/* Reading the data is what makes libarchive check the CRC. */
-		while ((n = archive_read_data(r, chunk, ARC_CHUNK)) > 0)
-			if (count_bytes(x, raw, (size_t)n) == -1)
-				goto out;
-		if (n < 0) {
-			corrupt(x, raw, r);
+		if ((size = declared_size(e)) > 0 &&
+		    count_bytes(x, raw, (uint64_t)size) == -1)
 			goto out;
-		}
 	}
 	if (more == -1)
 		goto out;
@@ -560,101 +573,61 @@ check_archive(struct extract *x)
 	}
 	rc = 0;
 out:
-	free(chunk);
 	archive_read_free(r);
 	return rc;
 }
 
 /*
- * Paths pass 2 created.  Not a strv: that grows one slot at a time, and
- * this list has an entry per file of archives with 100 000 of them.
+ * Will the declared bytes fit?  A file system that runs full half-way is
+ * still caught by the writes; this refuses, before anything is written,
+ * what cannot fit at all.
  */
-struct created {
-	char	**v;
-	size_t	  n, cap;
-};
-
-static void
-created_push(struct created *c, char *path)
+static int
+check_space(struct extract *x)
 {
-	if (c->n == c->cap) {
-		c->cap = c->cap == 0 ? 64 : 2 * c->cap;
-		c->v = xreallocarray(c->v, c->cap, sizeof(char *));
+	struct statvfs vfs;
+	uint64_t avail;
+	char need[32], have[32];
+
+	if (statvfs(x->dest, &vfs) == -1) {
+		arc_errf(x->err, x->errlen, NULL, "%s: %s", x->dest, strerror(errno));
+		return -1;
 	}
-	c->v[c->n++] = path;
-}
-
-static void
-created_free(struct created *c)
-{
-	size_t i;
-
-	for (i = 0; i < c->n; i++)
-		free(c->v[i]);
-	free(c->v);
-	memset(c, 0, sizeof(*c));
+	avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	if (x->st.bytes <= avail)
+		return 0;
+	helper_size(x->st.bytes, need, sizeof(need));
+	helper_size(avail, have, sizeof(have));
+	arc_errf(x->err, x->errlen, NULL, "%s: needs %s, %s free in %s", x->zip,
+	    need, have, x->dest);
+	return -1;
 }
 
 /*
- * Remember which directories and files the entry will create, so that a
- * failure can take them away again.  Once one is missing, so is all below.
+ * The bytes of a regular file, counted on what really comes out: an entry
+ * that inflates past the size it declared is refused at once, so the check
+ * of the free space above holds for every byte written.
  */
-static void
-note_created(const char *dest, const char *name, struct created *created)
-{
-	const char *p = name, *end;
-	struct stat sb;
-	bool missing = false;
-	char *path;
-
-	do {
-		end = strchrnul(p, '/');
-		path = xasprintf("%s/%.*s", dest, (int)(end - name), name);
-		if (missing || lstat(path, &sb) == -1) {
-			missing = true;
-			created_push(created, path);
-		} else
-			free(path);
-		p = end + 1;
-	} while (*end != '\0');
-}
-
-/* Take away what a failed pass 2 made, deepest first. */
-static void
-rollback(struct created *created)
-{
-	struct stat sb;
-	size_t i;
-
-	/* A directory's own mode may have been applied, read-only perhaps. */
-	for (i = 0; i < created->n; i++)
-		if (lstat(created->v[i], &sb) == 0 && S_ISDIR(sb.st_mode))
-			chmod(created->v[i], 0700);
-	for (i = created->n; i-- > 0; ) {
-		if (lstat(created->v[i], &sb) == -1)
-			continue;
-		if (S_ISDIR(sb.st_mode))
-			rmdir(created->v[i]);
-		else
-			unlink(created->v[i]);
-	}
-}
-
 static int
-copy_data(struct extract *x, struct archive *r, struct archive *w, const char *raw)
+copy_data(struct extract *x, struct archive *r, struct arc_stage *s,
+    struct archive_entry *e, const char *raw)
 {
 	const void *block;
 	size_t size;
 	la_int64_t off;
+	int64_t declared = declared_size(e);
 	int rc;
 
 	while ((rc = archive_read_data_block(r, &block, &size, &off)) == ARCHIVE_OK) {
 		if (count_bytes(x, raw, size) == -1)
 			return -1;
-		if (archive_write_data_block(w, block, size, off) < ARCHIVE_WARN) {
-			arc_errf(x->err, x->errlen, raw, "%s", archive_error_string(w));
+		if (declared >= 0 && off + (int64_t)size > declared) {
+			arc_errf(x->err, x->errlen, raw, "more data than the %lld bytes "
+			    "the archive declares", (long long)declared);
 			return -1;
 		}
+		if (arc_stage_write(s, block, size, off, x->err, x->errlen) == -1)
+			return -1;
 	}
 	if (rc != ARCHIVE_EOF) {
 		corrupt(x, raw, r);
@@ -664,64 +637,53 @@ copy_data(struct extract *x, struct archive *r, struct archive *w, const char *r
 }
 
 /*
- * The destination paths are absolute (x->dest and a checked name), so
- * SECURE_NOABSOLUTEPATHS cannot be asked for; pass 1 refused absolute
- * names.  SECURE_SYMLINKS refuses to write through any symlink, one in the
- * destination before we came included.  No EXTRACT_OWNER: files belong to
- * whoever runs the job.  SPARSE: runs of zeros become holes, as a sparse
- * file was before it was archived.
+ * Pass 2: the archive again, inflated once and written into the staging
+ * directory.  A CRC or truncation error shows here and costs only the
+ * staging directory.
  */
-#define EXTRACT_FLAGS	(ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | \
-	ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS | \
-	ARCHIVE_EXTRACT_UNLINK | ARCHIVE_EXTRACT_SPARSE)
-
-/* Pass 2: the same archive again, written this time. */
 static int
-write_archive(struct extract *x, struct created *created)
+extract_archive(struct extract *x, struct arc_stage *s)
 {
-	struct archive *r, *w;
+	struct archive *r;
 	struct archive_entry *e;
-	const char *raw;
-	char *path;
-	int rc = -1, more, wr;
+	struct timespec mtime;
+	const char *raw, *target;
+	mode_t perm;
+	int rc = -1, more, w;
 
 	if ((r = open_zip(x)) == NULL)
 		return -1;
-	w = archive_write_disk_new();
-	archive_write_disk_set_options(w, EXTRACT_FLAGS);
 	memset(&x->st, 0, sizeof(x->st));
 	while ((more = next_entry(x, r, &e, &raw)) == 1) {
 		if (x->name.len == 0)
 			continue;
-		note_created(x->dest, x->name.ptr, created);
-		path = xasprintf("%s/%s", x->dest, x->name.ptr);
-		archive_entry_set_pathname(e, path);
-		free(path);
 		/* Not set-id programs from the network, even our own uid's. */
-		archive_entry_set_perm(e, archive_entry_perm(e) & ~(S_ISUID | S_ISGID));
-		if ((wr = archive_write_header(w, e)) != ARCHIVE_OK && wr != ARCHIVE_WARN) {
-			arc_errf(x->err, x->errlen, raw, "%s", archive_error_string(w));
-			goto out;
+		perm = archive_entry_perm(e) & ~(S_ISUID | S_ISGID);
+		mtime.tv_sec = archive_entry_mtime(e);
+		mtime.tv_nsec = archive_entry_mtime_nsec(e);
+		switch (archive_entry_filetype(e)) {
+		case AE_IFDIR:
+			w = arc_stage_dir(s, x->name.ptr, raw, perm, &mtime, x->err, x->errlen);
+			break;
+		case AE_IFLNK:
+			if ((target = archive_entry_symlink(e)) == NULL)
+				target = "";
+			w = arc_stage_symlink(s, x->name.ptr, raw, target, &mtime,
+			    x->err, x->errlen);
+			break;
+		default:
+			/* On a failure the open file goes with the stage. */
+			if ((w = arc_stage_file(s, x->name.ptr, raw, x->err, x->errlen)) == 0 &&
+			    (w = copy_data(x, r, s, e, raw)) == 0)
+				w = arc_stage_file_done(s, perm, &mtime, x->err, x->errlen);
 		}
-		if (archive_entry_filetype(e) == AE_IFREG &&
-		    copy_data(x, r, w, raw) == -1)
+		if (w == -1)
 			goto out;
-		if (archive_write_finish_entry(w) < ARCHIVE_WARN) {
-			arc_errf(x->err, x->errlen, raw, "%s", archive_error_string(w));
-			goto out;
-		}
 	}
 	if (more == -1)
 		goto out;
-	/* Directory modes and times are set here, after their contents. */
-	if (archive_write_close(w) != ARCHIVE_OK) {
-		arc_errf(x->err, x->errlen, NULL, "%s: %s", x->zip,
-		    archive_error_string(w));
-		goto out;
-	}
 	rc = 0;
 out:
-	archive_write_free(w);
 	archive_read_free(r);
 	return rc;
 }
@@ -732,7 +694,7 @@ archive_extract_zip(const char *path, const char *dir,
     char *err, size_t errlen)
 {
 	static const struct archive_limits unlimited;
-	struct created created = { NULL, 0, 0 };
+	struct arc_stage *stage = NULL;
 	struct extract x;
 	struct stat sb;
 	char *dest;
@@ -742,7 +704,7 @@ archive_extract_zip(const char *path, const char *dir,
 		memset(st, 0, sizeof(*st));
 	if (errlen > 0)
 		err[0] = '\0';
-	/* Without symlinks in it, SECURE_SYMLINKS has only the entries to judge. */
+	/* Without symlinks in it, the checks have only the entries to judge. */
 	if ((dest = realpath(dir, NULL)) == NULL || stat(dest, &sb) == -1 ||
 	    !S_ISDIR(sb.st_mode)) {
 		arc_errf(err, errlen, NULL, "%s: %s", dir,
@@ -758,12 +720,13 @@ archive_extract_zip(const char *path, const char *dir,
 	x.errlen = errlen;
 	buf_init(&x.name, BUF_UNLIMITED);
 	buf_init(&x.raw, BUF_UNLIMITED);
-	if (check_archive(&x) == 0) {
-		if (write_archive(&x, &created) == 0)
-			rc = 0;
-		else
-			rollback(&created);
-	}
+	if (check_archive(&x) == 0 && check_space(&x) == 0 &&
+	    (stage = arc_stage_new(dest, err, errlen)) != NULL &&
+	    extract_archive(&x, stage) == 0 &&
+	    arc_stage_commit(stage, err, errlen) == 0)
+		rc = 0;
+	/* After a failure this removes everything the extraction wrote. */
+	arc_stage_free(stage);
 	if (rc == 0 && st != NULL) {
 		st->entries = x.st.entries;
 		st->bytes = x.st.bytes;
@@ -771,7 +734,6 @@ archive_extract_zip(const char *path, const char *dir,
 	links_free(&x.links);
 	buf_release(&x.name);
 	buf_release(&x.raw);
-	created_free(&created);
 	free(dest);
 	return rc;
 }

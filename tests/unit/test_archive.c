@@ -7,6 +7,7 @@
  * Hostile archives are made here with libarchive's writer, which takes any
  * name.  The >4 GiB entry runs only with RUNNER_SLOW_TESTS=1.
  */
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -14,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -781,6 +783,101 @@ test_rollback(void **state)
 	free(dest);
 }
 
+/*
+ * A write that fails half-way (here: past RLIMIT_FSIZE, EFBIG, as a full
+ * disk fails with ENOSPC) fails the extraction, names the file and the
+ * cause, and leaves nothing: libarchive reports such a write as a mere
+ * ARCHIVE_WARN, which must not pass for success.
+ */
+static void
+test_write_failure(void **state)
+{
+	char *big = xmalloc(3 << 20);
+	const struct hentry h[] = {
+		{ "first", F, "a small file that fits\n", 0 },
+		{ "deep/big", F, big, 0 },
+	};
+	struct rlimit old, small = { 1 << 20, 1 << 20 };
+	void (*old_handler)(int);
+
+	(void)state;
+	memset(big, 'y', (3 << 20) - 1);
+	big[(3 << 20) - 1] = '\0';
+	fresh_dest();
+	make_zip("big.zip", h, 2, false);
+	free(big);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	old_handler = signal(SIGXFSZ, SIG_IGN);
+	small.rlim_max = old.rlim_max;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
+	refused("big.zip", NULL, "\"deep/big\": write: File too large");
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, old_handler);
+	assert_int_equal(sh("ls -A '%s/dest' | grep -q runner-extract", root), 1);
+}
+
+/*
+ * A file of the archive where the destination has a directory that is not
+ * empty is found before anything moves: the entries before it stay out.
+ */
+static void
+test_merge_conflict(void **state)
+{
+	const struct hentry h[] = {
+		{ "aaa-new", F, "new\n", 0 }, { "sub", F, "a file now\n", 0 },
+	};
+
+	(void)state;
+	fresh_dest();
+	make_zip("conflict.zip", h, 2, false);
+	refused("conflict.zip", NULL, "\"sub\": in ");
+	assert_int_equal(sh("ls -A '%s/dest' | grep -q runner-extract", root), 1);
+}
+
+/*
+ * Extraction merges into what is there: files replaced, directories kept
+ * with what they held, an empty directory and a symlink in the way
+ * replaced, the archive's directory modes set once their contents are in.
+ */
+static void
+test_merge(void **state)
+{
+	const struct hentry h[] = {
+		{ "sub/", D, NULL, 0 }, { "sub/new", F, "new\n", 0 },
+		{ "keep", F, "replaced\n", 0 }, { "gone", F, "was a dir\n", 0 },
+		{ "link", F, "was a link\n", 0 }, { "fresh/deeper/f", F, "f\n", 0 },
+	};
+	char err[512], *zip, *dest, *out;
+	struct archive_stats st;
+	struct stat sb;
+	char *path;
+
+	(void)state;
+	fresh_dest();
+	mkdir_at("dest/gone");
+	path = at("dest/link");
+	assert_int_equal(symlink("keep", path), 0);
+	free(path);
+	make_zip("merge.zip", h, 6, false);
+	zip = at("merge.zip");
+	dest = at("dest");
+	assert_int_equal(archive_extract_zip(zip, dest, NULL, &st, err, sizeof(err)), 0);
+	out = capture("cd '%s/dest' && find . -printf '%%p %%y %%m\\n' | sort && cat keep gone "
+	    "link sub/also sub/new fresh/deeper/f", root);
+	assert_string_equal(out,
+	    ". d 755\n./fresh d 755\n./fresh/deeper d 755\n./fresh/deeper/f f 644\n"
+	    "./gone f 644\n./keep f 644\n./link f 644\n./sub d 755\n./sub/also f 600\n"
+	    "./sub/new f 644\n"
+	    "replaced\nwas a dir\nwas a link\nme too\nnew\nf\n");
+	free(out);
+	path = at("dest/sub");
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mtime, MTIME);
+	free(path);
+	free(zip);
+	free(dest);
+}
+
 int
 main(void)
 {
@@ -797,6 +894,9 @@ main(void)
 		cmocka_unit_test(test_refuse_broken),
 		cmocka_unit_test(test_refuse_limits),
 		cmocka_unit_test(test_rollback),
+		cmocka_unit_test(test_write_failure),
+		cmocka_unit_test(test_merge_conflict),
+		cmocka_unit_test(test_merge),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -126,6 +126,7 @@ struct job {
 	bool			 dropped;	/* GitLab refused the job: no report */
 	bool			 canceled_at_pickup; /* before any stage ran */
 	bool			 script_timed_out; /* RUNNER_SCRIPT_TIMEOUT */
+	bool			 log_lost;	/* the log's disk failed (check_log) */
 	char			*prep_error;	/* the job cannot run (GIT_CLONE_PATH refused...) */
 	struct strv		 pre_hooks, post_hooks;	/* pre/post_get_sources_script lines */
 	char			 user_agent[96];
@@ -231,6 +232,28 @@ job_fail(struct job *job, const char *reason, int exit_code, const char *fmt, ..
 	job->failure_text = buf_detach(&b, NULL);
 }
 
+/*
+ * Has the log's disk failed?  Then the log is sealed with the ERROR line
+ * (trace_log.h) and the job fails as the runner's fault: its log is not
+ * what it printed.  Once, from whichever write or flush met the failure.
+ */
+static void
+check_log(struct job *job)
+{
+	int err = trace_log_disk_error(job->log);
+
+	if (err == 0 || job->log_lost)
+		return;
+	job->log_lost = true;
+	log_error("job %" PRId64 ": the job log could not be written to disk (%s): %s; "
+	    "the job fails, GitLab gets the log up to there", job_id(job),
+	    trace_log_path(job->log), strerror(err));
+	if (!job->failed)
+		job->system_failure = true;
+	job_fail(job, "runner_system_failure", 0, "the job log could not be written to "
+	    "disk: %s", strerror(err));
+}
+
 static void
 job_say(struct job *job, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -246,8 +269,9 @@ job_say(struct job *job, const char *fmt, ...)
 	buf_vprintf(&b, fmt, ap);
 	va_end(ap);
 	buf_puts(&b, "\033[0;m\n");
-	trace_log_write(job->log, TRACE_RUNNER, b.ptr, b.len);
+	(void)trace_log_write(job->log, TRACE_RUNNER, b.ptr, b.len);	/* check_log */
 	buf_release(&b);
+	check_log(job);
 }
 
 static void
@@ -343,17 +367,23 @@ static void
 report(struct job *job)
 {
 	struct api_job_update u = { 0 };
+	int rc;
 
+	/* What the job printed must be on disk before "Job succeeded" is said. */
+	(void)trace_log_flush(job->log);	/* a failure seals the log: check_log */
+	check_log(job);
 	if (!job->failed)
 		job_say(job, "\033[32;1mJob succeeded");
 	else if (job->system_failure)
 		job_say(job, "\033[31;1mERROR: Job failed (system failure): %s", job->failure_text);
 	else
 		job_say(job, "\033[31;1mERROR: Job failed: %s", job->failure_text);
-	trace_log_finish(job->log);
+	(void)trace_log_finish(job->log);	/* check_log */
 	/* The journal is about to say "finished": the log it names must be whole. */
-	if (trace_log_sync(job->log) != 0)
-		log_warn("job %" PRId64 ": cannot write the log to disk", job_id(job));
+	if ((rc = trace_log_sync(job->log)) != 0)
+		log_warnx("job %" PRId64 ": cannot write the log to %s: %s", job_id(job),
+		    trace_log_path(job->log), strerror(-rc));
+	check_log(job);
 
 	u.state = job->failed ? "failed" : "success";
 	if (job->failed) {
@@ -384,7 +414,8 @@ on_output(int stream, const char *data, size_t len, void *arg)
 {
 	struct job *job = arg;
 
-	trace_log_write(job->log, stream == 2 ? TRACE_STDERR : TRACE_STDOUT, data, len);
+	(void)trace_log_write(job->log, stream == 2 ? TRACE_STDERR : TRACE_STDOUT, data, len);
+	check_log(job);	/* the job runs on; its output is no longer kept */
 }
 
 static void
@@ -397,7 +428,8 @@ section(struct job *job, const char *edge, const char *name)
 		return;
 	n = snprintf(line, sizeof(line), "section_%s:%lld:%s\r\033[0K", edge,
 	    (long long)time(NULL), name);
-	trace_log_write(job->log, TRACE_RUNNER, line, (size_t)n);
+	(void)trace_log_write(job->log, TRACE_RUNNER, line, (size_t)n);
+	check_log(job);
 }
 
 /* gitlab-runner's titles, printed before a stage runs. */

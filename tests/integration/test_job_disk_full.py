@@ -1,0 +1,133 @@
+"""A full disk under the job log (issue 14, item 4).
+
+The builds and state directories (journal, job logs) live on a 2 MB tmpfs.
+A job printing 10 MB fills it; a job that needs no disk runs on a tmpfs
+already full.  Either way GitLab must hold a log that says what was lost
+(the ERROR line comes from a reserve the log keeps in memory), the job is
+failed with runner_system_failure, the final report's checksum and bytesize
+describe exactly the bytes GitLab acknowledged (the double checks them
+strictly: check_run), and the same daemon runs the next job normally once
+there is space again.
+"""
+import errno
+import os
+import subprocess
+
+import pytest
+
+from daemon_helpers import Daemon, add_job, check_run, content_range, entry, new_token, patches, wait_until
+
+DISK_ERROR = "ERROR: the job log could not be written to disk: No space left on device"
+
+
+@pytest.fixture
+def small_disk(gitlab, tmp_path):
+    """(mountpoint, make): a 2 MB tmpfs and make(entries) -> a Daemon whose directory it is.
+
+    The daemons are killed before the tmpfs is unmounted.
+    """
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(mnt)],
+                   check=True)
+    made = []
+
+    def make(entries, **kwargs):
+        d = Daemon(mnt, gitlab, entries, **kwargs)
+        # Its own log must not need the full disk: that is where the test reads it.
+        d.stderr_path = str(tmp_path / "daemon.stderr")
+        made.append(d)
+        return d
+
+    try:
+        yield mnt, make
+    finally:
+        for d in made:
+            d.close()
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+def fill(path):
+    """Write path until the file system is full; returns the bytes written."""
+    chunk = b"f" * 65536
+    n = 0
+    with open(path, "wb", buffering=0) as f:
+        while True:
+            try:
+                n += f.write(chunk)
+            except OSError as e:
+                assert e.errno == errno.ENOSPC, e
+                break
+        while True:     # the last pages, smaller than a chunk
+            try:
+                n += f.write(b"f" * 512)
+            except OSError as e:
+                assert e.errno == errno.ENOSPC, e
+                break
+    return n
+
+
+def assert_log_lost_to_disk(gitlab, job):
+    """Failed as a system failure, the ERROR in GitLab's copy, the PATCHes cover it exactly."""
+    assert job.status == "failed", gitlab.summary()
+    assert job.failure_reason == "runner_system_failure"
+    # The notice ends the log: nothing is taken after it.
+    assert job.log_text.endswith(DISK_ERROR + "\x1b[0;m\n"), job.log_text[-300:]
+    at = 0
+    for p in patches(gitlab, job):
+        if p.response_status != 202:
+            continue
+        start, end = content_range(p)
+        assert start == at
+        at = end + 1
+    assert at == len(job.trace)
+    out = job.final["output"]
+    assert out["bytesize"] == len(job.trace)
+    assert out["checksum"] == job.checksum
+
+
+def test_job_filling_the_disk_fails_and_the_next_runs(gitlab, small_disk):
+    mnt, make = small_disk
+    r = gitlab.add_runner(token=new_token())
+    d = make([entry(gitlab, r, "disk", builds_dir=str(mnt / "builds"))], asan=True)
+    big = add_job(gitlab, r, script=["head -c 10000000 /dev/zero | tr '\\0' x", "echo after"])
+    d.start()
+    gitlab.wait_for_job(big, ("success", "failed"), timeout=90)
+    assert_log_lost_to_disk(gitlab, big)
+    # The file's 2 MB at most, then what the write buffer held (32 KiB) and the notice.
+    assert len(big.trace) < 2 * 1024 * 1024 + 33 * 1024
+    assert b"echo after" not in big.trace
+    d.wait_log(r"job %d: .*could not be written to disk.*No space left on device" % big.id)
+
+    # Its log file went with its report: the same daemon has space again.
+    nxt = add_job(gitlab, r, script=["echo the next job"])
+    gitlab.wait_for_job(nxt, ("success", "failed"), timeout=60)
+    assert nxt.status == "success", gitlab.summary()
+    assert "the next job" in nxt.log_text and nxt.log_text.endswith("Job succeeded\x1b[0;m\n")
+    assert DISK_ERROR not in nxt.log_text
+    assert d.stop() == 0
+    check_run(gitlab, d, [big, nxt])
+
+
+def test_job_on_a_full_disk_is_not_reported_success(gitlab, small_disk):
+    mnt, make = small_disk
+    r = gitlab.add_runner(token=new_token())
+    d = make([entry(gitlab, r, "disk", builds_dir=str(mnt / "builds"))], asan=True)
+    d.start()
+    wait_until(lambda: gitlab.requests_for("POST", "/jobs/request$"), 30, "a job request")
+    filler = mnt / "filler"
+    assert fill(filler) > 0
+
+    job = add_job(gitlab, r, script=["echo needs no disk"])
+    gitlab.wait_for_job(job, ("success", "failed"), timeout=60)
+    assert_log_lost_to_disk(gitlab, job)
+    # Nothing reached the disk, yet GitLab has the log from memory.
+    assert "Running with runner" in job.log_text
+
+    os.unlink(filler)
+    nxt = add_job(gitlab, r, script=["echo space again"])
+    gitlab.wait_for_job(nxt, ("success", "failed"), timeout=60)
+    assert nxt.status == "success", gitlab.summary()
+    assert "space again" in nxt.log_text and DISK_ERROR not in nxt.log_text
+    assert d.stop() == 0
+    check_run(gitlab, d, [job, nxt])

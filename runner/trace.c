@@ -47,6 +47,12 @@ enum sender_state {
 	SENDER_CLOSING,		/* trace_close(): waiting for the timer to close */
 };
 
+static const char *const sender_state_names[] = {
+	"idle", "syncing", "patching", "touching", "final put", "done", "closing",
+};
+_Static_assert(sizeof(sender_state_names) / sizeof(sender_state_names[0]) ==
+    SENDER_CLOSING + 1, "a name for every sender state");
+
 struct trace {
 	enum sender_state	 state;
 	uv_loop_t		*loop;
@@ -94,7 +100,8 @@ static void	final_round(struct trace *);
 static void
 set_state(struct trace *t, enum sender_state to)
 {
-	log_debug("job %" PRId64 ": log sender %d -> %d", t->ref.id, (int)t->state, (int)to);
+	log_debug("job %" PRId64 ": log sender %s -> %s", t->ref.id,
+	    sender_state_names[t->state], sender_state_names[to]);
 	t->state = to;
 }
 

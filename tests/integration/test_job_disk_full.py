@@ -7,7 +7,9 @@ already full.  Either way GitLab must hold a log that says what was lost
 failed with runner_system_failure, the final report's checksum and bytesize
 describe exactly the bytes GitLab acknowledged (the double checks them
 strictly: check_run), and the same daemon runs the next job normally once
-there is space again.
+there is space again.  The journal cannot be written on a full disk either:
+the daemon says a crash would lose the report, and delivers it all the same
+(the journal is a net for crashes, not a step on the way to GitLab).
 """
 import errno
 import os
@@ -121,6 +123,10 @@ def test_job_on_a_full_disk_is_not_reported_success(gitlab, small_disk):
     job = add_job(gitlab, r, script=["echo needs no disk"])
     gitlab.wait_for_job(job, ("success", "failed"), timeout=60)
     assert_log_lost_to_disk(gitlab, job)
+    # Nor can the journal be kept: the daemon says so, and reports all the same.
+    d.wait_log(r"ERROR: job %d: cannot write \S+/journal/%d\.toml: No space left on device: "
+               r"a crash now would lose this job's report" % (job.id, job.id))
+    assert not os.path.exists(mnt / "journal" / f"{job.id}.toml")
     # Nothing reached the disk, yet GitLab has the log from memory.
     assert "Running with runner" in job.log_text
 

@@ -127,6 +127,7 @@ struct job {
 	bool			 canceled_at_pickup; /* before any stage ran */
 	bool			 script_timed_out; /* RUNNER_SCRIPT_TIMEOUT */
 	bool			 log_lost;	/* the log's disk failed (check_log) */
+	bool			 journaled;	/* the last journal write succeeded */
 	char			*prep_error;	/* the job cannot run (GIT_CLONE_PATH refused...) */
 	struct strv		 pre_hooks, post_hooks;	/* pre/post_get_sources_script lines */
 	char			 user_agent[96];
@@ -279,10 +280,35 @@ write_journal(struct job *job)
 {
 	char *cause = NULL;
 
-	if (journal_write(job->journal_path, &job->journal, &cause) != 0) {
+	job->journaled = journal_write(job->journal_path, &job->journal, &cause) == 0;
+	if (!job->journaled) {
 		log_error("job %" PRId64 ": %s: a crash now would lose this job's report",
 		    job_id(job), cause);
 		free(cause);
+	}
+}
+
+/*
+ * The daemon leaves with the report undelivered: say where it goes.  A
+ * journal that could not be written (a full disk) holds the job's entry
+ * from its start, if that was written: the next start reports it failed.
+ * With no entry the log file would never be read again: it goes too.
+ */
+static void
+left_to_journal(struct job *job, const char *why)
+{
+	if (job->journaled)
+		log_warnx("job %" PRId64 ": %s; it stays in %s and is sent when the runner "
+		    "starts again", job_id(job), why, job->journal_path);
+	else if (access(job->journal_path, F_OK) == 0)
+		log_error("job %" PRId64 ": %s, and it could not be written to %s: the next "
+		    "start reports the job failed (runner_system_failure) from the entry its "
+		    "start left", job_id(job), why, job->journal_path);
+	else {
+		log_error("job %" PRId64 ": %s, and it could not be written to %s: it is lost; "
+		    "GitLab will show the job as running until it times out there", job_id(job),
+		    why, job->journal_path);
+		unlink(job->log_path);
 	}
 }
 
@@ -355,8 +381,7 @@ on_final(enum trace_final result, const char *last_answer, void *arg)
 		break;
 	case TRACE_FINAL_CANCELED:
 		/* The daemon is going away: the journal keeps the report for next time. */
-		log_warnx("job %" PRId64 ": the final report is not delivered yet; it stays in "
-		    "%s and is sent when the runner starts again", job_id(job), job->journal_path);
+		left_to_journal(job, "the final report is not delivered yet");
 		break;
 	}
 	job_enter(job, JOB_DONE);
@@ -399,8 +424,7 @@ report(struct job *job)
 	job->journal.exit_code = u.exit_code;
 	write_journal(job);
 	if (job->abandoned) {
-		log_warnx("job %" PRId64 ": the runner is leaving: the report stays in %s for "
-		    "the next start", job_id(job), job->journal_path);
+		left_to_journal(job, "the runner is leaving before the final report is sent");
 		job_enter(job, JOB_DONE);
 		return;
 	}

@@ -13,11 +13,14 @@ the daemon says a crash would lose the report, and delivers it all the same
 """
 import errno
 import os
+import re
+import signal
 import subprocess
 
 import pytest
 
-from daemon_helpers import Daemon, add_job, check_run, content_range, entry, new_token, patches, wait_until
+from daemon_helpers import (Daemon, add_job, check_run, content_range, entry, is_final_put, new_token, patches,
+                            wait_until)
 
 DISK_ERROR = "ERROR: the job log could not be written to disk: No space left on device"
 
@@ -137,3 +140,60 @@ def test_job_on_a_full_disk_is_not_reported_success(gitlab, small_disk):
     assert "space again" in nxt.log_text and DISK_ERROR not in nxt.log_text
     assert d.stop() == 0
     check_run(gitlab, d, [job, nxt])
+
+
+def test_report_left_on_a_full_disk_is_said_to_be_lost(gitlab, small_disk):
+    """The daemon leaves (shutdown_timeout) with a report no journal could keep: it says so."""
+    mnt, make = small_disk
+    r = gitlab.add_runner(token=new_token())
+    d = make([entry(gitlab, r, "disk", builds_dir=str(mnt / "builds"))], shutdown_timeout=2,
+             asan=True)
+    d.start()
+    wait_until(lambda: gitlab.requests_for("POST", "/jobs/request$"), 30, "a job request")
+    fill(mnt / "filler")
+    job = add_job(gitlab, r, script=["sleep 30"])
+    gitlab.script("PUT", rf"^/api/v4/jobs/{job.id}$", status=503, times=None,
+                  predicate=is_final_put)
+    d.wait_log(r"job %d: cannot write the log to \S+: No space left on device" % job.id)
+    d.send_signal(signal.SIGTERM)
+    assert d.wait(20) == 1
+    d.assert_sanitizers_clean()
+    assert re.search(r"ERROR: job %d: the final report is not delivered yet, and it could not "
+                     r"be written to \S+/journal/%d\.toml: it is lost" % (job.id, job.id),
+                     d.stderr), d.tail()
+    assert "stays in" not in d.stderr
+    # Nothing is left for a next start: not even the log, which no entry names.
+    assert d.journal_files() == [], d.journal_files()
+    gitlab.clear_scripts()
+
+
+def test_report_left_with_the_start_entry_is_sent_by_the_next_start(gitlab, small_disk):
+    """The entry the job's start wrote stays; the next start reports the job failed from it."""
+    mnt, make = small_disk
+    r = gitlab.add_runner(token=new_token())
+    d = make([entry(gitlab, r, "disk", builds_dir=str(mnt / "builds"))], shutdown_timeout=2,
+             asan=True)
+    job = add_job(gitlab, r, script=["sleep 30"])
+    gitlab.script("PUT", rf"^/api/v4/jobs/{job.id}$", status=503, times=None,
+                  predicate=is_final_put)
+    d.start()
+    wait_until(lambda: f"{job.id}.toml" in d.journal_files(), 30, "the job's journal entry")
+    wait_until(lambda: patches(gitlab, job), 30, "the first PATCH")
+    filler = mnt / "filler"
+    fill(filler)
+    d.send_signal(signal.SIGTERM)
+    assert d.wait(20) == 1
+    d.assert_sanitizers_clean()
+    assert re.search(r"ERROR: job %d: the final report is not delivered yet, and it could not "
+                     r"be written to \S+/journal/%d\.toml: the next start reports the job failed "
+                     r"\(runner_system_failure\)" % (job.id, job.id), d.stderr), d.tail()
+    assert f"{job.id}.toml" in d.journal_files()
+
+    os.unlink(filler)
+    gitlab.clear_scripts()
+    d.start()
+    gitlab.wait_for_job(job, ("success", "failed"), timeout=30)
+    wait_until(lambda: d.journal_files() == [], 10, "the journal to be emptied")
+    assert d.stop() == 0
+    assert job.failure_reason == "runner_system_failure", job.report()
+    check_run(gitlab, d, [job])

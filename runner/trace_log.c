@@ -156,6 +156,8 @@ tl_disk_failed(struct trace_log *t, int err)
 	if (tl_last_byte(t) != '\n')
 		p[n++] = '\n';
 	if (t->timestamps) {
+		/* Now, not when the last write came: a flush may fail much later. */
+		t->now_valid = false;
 		ts_header(t, TRACE_RUNNER, hdr);
 		memcpy(p + n, hdr, TS_HDRLEN);
 		n += TS_HDRLEN;

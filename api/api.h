@@ -432,6 +432,13 @@ typedef void	api_patch_cb(enum api_patch_result result,
 struct api_call	*api_patch_trace(struct api *a, const struct api_job_ref *job,
 		    int fd, uint64_t start, size_t len, bool debug_trace,
 		    api_patch_cb *cb, void *data);
+/*
+ * The same for bytes in memory (a log whose disk failed keeps its end
+ * there): they are copied into the request.
+ */
+struct api_call	*api_patch_trace_bytes(struct api *a, const struct api_job_ref *job,
+		    uint64_t start, const char *bytes, size_t len, bool debug_trace,
+		    api_patch_cb *cb, void *data);
 
 /* ---- Artifacts (protocol.md 7.1, 7.2). ---- */
 

@@ -1070,9 +1070,10 @@ api_update_job(struct api *a, const struct api_job_ref *job, const struct api_in
 	return call_send(call);
 }
 
-struct api_call *
-api_patch_trace(struct api *a, const struct api_job_ref *job, int fd, uint64_t start,
-    size_t len, bool debug_trace, api_patch_cb *cb, void *data)
+/* A PATCH of the log's bytes start .. start+len-1, all but its body. */
+static struct api_call *
+patch_prepare(struct api *a, const struct api_job_ref *job, uint64_t start, size_t len,
+    bool debug_trace, api_patch_cb *cb, void *data)
 {
 	char path[96], range[64];
 	struct api_call *call;
@@ -1091,14 +1092,35 @@ api_patch_trace(struct api *a, const struct api_job_ref *job, int fd, uint64_t s
 		free(call->early_message);
 		call->early_message = xasprintf("a log patch must hold 1 to %d bytes, not %zu",
 		    TRACE_PATCH_MAX, len);
-		return call_send(call);
+		return call;
 	}
 	if (call->req != NULL) {
 		snprintf(range, sizeof(range), "%" PRIu64 "-%" PRIu64, start, start + len - 1);
 		http_req_secret_header(call->req, "Job-Token", job->token);
 		http_req_header(call->req, "Content-Range", range);
-		http_req_body_fd(call->req, "text/plain", fd, (off_t)start, (off_t)len);
 	}
+	return call;
+}
+
+struct api_call *
+api_patch_trace(struct api *a, const struct api_job_ref *job, int fd, uint64_t start,
+    size_t len, bool debug_trace, api_patch_cb *cb, void *data)
+{
+	struct api_call *call = patch_prepare(a, job, start, len, debug_trace, cb, data);
+
+	if (call->req != NULL)
+		http_req_body_fd(call->req, "text/plain", fd, (off_t)start, (off_t)len);
+	return call_send(call);
+}
+
+struct api_call *
+api_patch_trace_bytes(struct api *a, const struct api_job_ref *job, uint64_t start,
+    const char *bytes, size_t len, bool debug_trace, api_patch_cb *cb, void *data)
+{
+	struct api_call *call = patch_prepare(a, job, start, len, debug_trace, cb, data);
+
+	if (call->req != NULL)
+		http_req_body(call->req, "text/plain", bytes, len);
 	return call_send(call);
 }
 

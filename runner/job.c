@@ -126,6 +126,8 @@ struct job {
 	bool			 dropped;	/* GitLab refused the job: no report */
 	bool			 canceled_at_pickup; /* before any stage ran */
 	bool			 script_timed_out; /* RUNNER_SCRIPT_TIMEOUT */
+	bool			 log_lost;	/* the log's disk failed (check_log) */
+	bool			 journaled;	/* the last journal write succeeded */
 	char			*prep_error;	/* the job cannot run (GIT_CLONE_PATH refused...) */
 	struct strv		 pre_hooks, post_hooks;	/* pre/post_get_sources_script lines */
 	char			 user_agent[96];
@@ -231,6 +233,28 @@ job_fail(struct job *job, const char *reason, int exit_code, const char *fmt, ..
 	job->failure_text = buf_detach(&b, NULL);
 }
 
+/*
+ * Has the log's disk failed?  Then the log is sealed with the ERROR line
+ * (trace_log.h) and the job fails as the runner's fault: its log is not
+ * what it printed.  Once, from whichever write or flush met the failure.
+ */
+static void
+check_log(struct job *job)
+{
+	int err = trace_log_disk_error(job->log);
+
+	if (err == 0 || job->log_lost)
+		return;
+	job->log_lost = true;
+	log_error("job %" PRId64 ": the job log could not be written to disk (%s): %s; "
+	    "the job fails, GitLab gets the log up to there", job_id(job),
+	    trace_log_path(job->log), strerror(err));
+	if (!job->failed)
+		job->system_failure = true;
+	job_fail(job, "runner_system_failure", 0, "the job log could not be written to "
+	    "disk: %s", strerror(err));
+}
+
 static void
 job_say(struct job *job, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -246,8 +270,9 @@ job_say(struct job *job, const char *fmt, ...)
 	buf_vprintf(&b, fmt, ap);
 	va_end(ap);
 	buf_puts(&b, "\033[0;m\n");
-	trace_log_write(job->log, TRACE_RUNNER, b.ptr, b.len);
+	(void)trace_log_write(job->log, TRACE_RUNNER, b.ptr, b.len);	/* check_log */
 	buf_release(&b);
+	check_log(job);
 }
 
 static void
@@ -255,10 +280,35 @@ write_journal(struct job *job)
 {
 	char *cause = NULL;
 
-	if (journal_write(job->journal_path, &job->journal, &cause) != 0) {
+	job->journaled = journal_write(job->journal_path, &job->journal, &cause) == 0;
+	if (!job->journaled) {
 		log_error("job %" PRId64 ": %s: a crash now would lose this job's report",
 		    job_id(job), cause);
 		free(cause);
+	}
+}
+
+/*
+ * The daemon leaves with the report undelivered: say where it goes.  A
+ * journal that could not be written (a full disk) holds the job's entry
+ * from its start, if that was written: the next start reports it failed.
+ * With no entry the log file would never be read again: it goes too.
+ */
+static void
+left_to_journal(struct job *job, const char *why)
+{
+	if (job->journaled)
+		log_warnx("job %" PRId64 ": %s; it stays in %s and is sent when the runner "
+		    "starts again", job_id(job), why, job->journal_path);
+	else if (access(job->journal_path, F_OK) == 0)
+		log_error("job %" PRId64 ": %s, and it could not be written to %s: the next "
+		    "start reports the job failed (runner_system_failure) from the entry its "
+		    "start left", job_id(job), why, job->journal_path);
+	else {
+		log_error("job %" PRId64 ": %s, and it could not be written to %s: it is lost; "
+		    "GitLab will show the job as running until it times out there", job_id(job),
+		    why, job->journal_path);
+		unlink(job->log_path);
 	}
 }
 
@@ -331,8 +381,7 @@ on_final(enum trace_final result, const char *last_answer, void *arg)
 		break;
 	case TRACE_FINAL_CANCELED:
 		/* The daemon is going away: the journal keeps the report for next time. */
-		log_warnx("job %" PRId64 ": the final report is not delivered yet; it stays in "
-		    "%s and is sent when the runner starts again", job_id(job), job->journal_path);
+		left_to_journal(job, "the final report is not delivered yet");
 		break;
 	}
 	job_enter(job, JOB_DONE);
@@ -343,17 +392,23 @@ static void
 report(struct job *job)
 {
 	struct api_job_update u = { 0 };
+	int rc;
 
+	/* What the job printed must be on disk before "Job succeeded" is said. */
+	(void)trace_log_flush(job->log);	/* a failure seals the log: check_log */
+	check_log(job);
 	if (!job->failed)
 		job_say(job, "\033[32;1mJob succeeded");
 	else if (job->system_failure)
 		job_say(job, "\033[31;1mERROR: Job failed (system failure): %s", job->failure_text);
 	else
 		job_say(job, "\033[31;1mERROR: Job failed: %s", job->failure_text);
-	trace_log_finish(job->log);
+	(void)trace_log_finish(job->log);	/* check_log */
 	/* The journal is about to say "finished": the log it names must be whole. */
-	if (trace_log_sync(job->log) != 0)
-		log_warn("job %" PRId64 ": cannot write the log to disk", job_id(job));
+	if ((rc = trace_log_sync(job->log)) != 0)
+		log_warnx("job %" PRId64 ": cannot write the log to %s: %s", job_id(job),
+		    trace_log_path(job->log), strerror(-rc));
+	check_log(job);
 
 	u.state = job->failed ? "failed" : "success";
 	if (job->failed) {
@@ -369,8 +424,7 @@ report(struct job *job)
 	job->journal.exit_code = u.exit_code;
 	write_journal(job);
 	if (job->abandoned) {
-		log_warnx("job %" PRId64 ": the runner is leaving: the report stays in %s for "
-		    "the next start", job_id(job), job->journal_path);
+		left_to_journal(job, "the runner is leaving before the final report is sent");
 		job_enter(job, JOB_DONE);
 		return;
 	}
@@ -384,7 +438,8 @@ on_output(int stream, const char *data, size_t len, void *arg)
 {
 	struct job *job = arg;
 
-	trace_log_write(job->log, stream == 2 ? TRACE_STDERR : TRACE_STDOUT, data, len);
+	(void)trace_log_write(job->log, stream == 2 ? TRACE_STDERR : TRACE_STDOUT, data, len);
+	check_log(job);	/* the job runs on; its output is no longer kept */
 }
 
 static void
@@ -397,7 +452,8 @@ section(struct job *job, const char *edge, const char *name)
 		return;
 	n = snprintf(line, sizeof(line), "section_%s:%lld:%s\r\033[0K", edge,
 	    (long long)time(NULL), name);
-	trace_log_write(job->log, TRACE_RUNNER, line, (size_t)n);
+	(void)trace_log_write(job->log, TRACE_RUNNER, line, (size_t)n);
+	check_log(job);
 }
 
 /* gitlab-runner's titles, printed before a stage runs. */

@@ -12,6 +12,10 @@
  * the log's descriptor, so the loop never waits for the disk and the job
  * may close its log meanwhile.  One sync covers everything written so far:
  * a backlog goes out in many PATCHes after one sync, not one sync each.
+ * A log sealed by a failed write (trace_log.h) ends in memory: those last
+ * bytes, the disk notice among them, go out from there after the file's.
+ * So every byte the log counts can be sent, and the final report, which
+ * goes once GitLab has acknowledged them all, describes exactly its copy.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -42,6 +46,12 @@ enum sender_state {
 	SENDER_DONE,		/* the final report was answered, or given up */
 	SENDER_CLOSING,		/* trace_close(): waiting for the timer to close */
 };
+
+static const char *const sender_state_names[] = {
+	"idle", "syncing", "patching", "touching", "final put", "done", "closing",
+};
+_Static_assert(sizeof(sender_state_names) / sizeof(sender_state_names[0]) ==
+    SENDER_CLOSING + 1, "a name for every sender state");
 
 struct trace {
 	enum sender_state	 state;
@@ -90,7 +100,8 @@ static void	final_round(struct trace *);
 static void
 set_state(struct trace *t, enum sender_state to)
 {
-	log_debug("job %" PRId64 ": log sender %d -> %d", t->ref.id, (int)t->state, (int)to);
+	log_debug("job %" PRId64 ": log sender %s -> %s", t->ref.id,
+	    sender_state_names[t->state], sender_state_names[to]);
 	t->state = to;
 }
 
@@ -279,14 +290,47 @@ sync_log(struct trace *t, int fd, uint64_t in_file)
 	return false;
 }
 
+/* The log cannot be read at t->sent: try later, or report what GitLab has. */
+static void
+patch_unreadable(struct trace *t, const char *why)
+{
+	log_warnx("job %" PRId64 ": cannot read the log at %" PRIu64 ": %s", t->ref.id,
+	    t->sent, why);
+	if (t->finishing) {
+		/* A log we cannot read cannot be sent. */
+		t->patches_stopped = true;
+		final_round(t);
+	} else
+		wait_ms(t, t->interval_ms);
+}
+
+/* The end of a sealed log, from memory: the request takes a copy. */
+static void
+send_memory_patch(struct trace *t, uint64_t size)
+{
+	size_t len = size - t->sent > PATCH_MAX ? PATCH_MAX : (size_t)(size - t->sent);
+	char *bytes = xmalloc(len);
+
+	if (trace_log_read(t->log, t->sent, bytes, len) != (ssize_t)len) {
+		free(bytes);
+		patch_unreadable(t, "the end kept in memory is short");
+		return;
+	}
+	set_state(t, SENDER_PATCHING);
+	t->call = api_patch_trace_bytes(t->api, &t->ref, t->sent, bytes, len, t->debug_trace,
+	    on_patched, t);
+	free(bytes);
+}
+
 static void
 send_patch(struct trace *t)
 {
 	uint64_t in_file, len;
-	int fd;
+	int fd, rc;
 
-	if (trace_log_flush(t->log) != 0)
-		log_warn("job %" PRId64 ": cannot write the log to its file", t->ref.id);
+	if ((rc = trace_log_flush(t->log)) != 0)
+		log_warnx("job %" PRId64 ": cannot write the log to %s: %s", t->ref.id,
+		    trace_log_path(t->log), strerror(-rc));
 	/* Only what is in the file can be sent: the PATCH reads it from there. */
 	fd = trace_log_file(t->log, &in_file);
 	if (fd != -1 && t->sent >= t->synced && in_file > t->synced &&
@@ -294,18 +338,16 @@ send_patch(struct trace *t)
 		return;
 	if (in_file > t->synced)
 		in_file = t->synced;
+	if (t->sent >= in_file && trace_log_disk_error(t->log) != 0 &&
+	    t->sent < trace_log_size(t->log)) {
+		send_memory_patch(t, trace_log_size(t->log));
+		return;
+	}
 	len = in_file > t->sent ? in_file - t->sent : 0;
 	if (len > PATCH_MAX)
 		len = PATCH_MAX;
 	if (fd == -1 || len == 0) {
-		log_warn("job %" PRId64 ": cannot read the log at %" PRIu64 ": %s", t->ref.id,
-		    t->sent, fd == -1 ? "no log file" : "not written to the file");
-		if (t->finishing) {
-			/* Report what GitLab has: a log we cannot read cannot be sent. */
-			t->patches_stopped = true;
-			final_round(t);
-		} else
-			wait_ms(t, t->interval_ms);
+		patch_unreadable(t, fd == -1 ? "no log file" : "not written to the file");
 		return;
 	}
 	set_state(t, SENDER_PATCHING);

@@ -20,9 +20,15 @@
  *                           '\n' (or a '\r', 8 KiB, or the end).
  *   limit                   cuts at output_limit on a character boundary
  *                           and appends the notice once.
- *   file                    a 64 KiB write buffer in front of the file; crc
+ *   file                    a 32 KiB write buffer in front of the file; crc
  *                           and size count the bytes kept, so they always
  *                           describe file + buffer exactly.
+ *
+ * When a write to the file fails (a full disk), the log ends there: what
+ * the buffer holds stays in memory, the disk notice follows it from the
+ * reserve behind the buffer, and nothing more is taken.  The reserve is
+ * allocated with the buffer so that saying so needs neither disk nor a
+ * new allocation.
  *
  * With a masker per stream, whatever a masker releases belongs to its own
  * stream, so the timestamper always knows whose line it is.
@@ -51,6 +57,8 @@
  * it carries, and a hundred jobs should not cost a hundred 64 KiB buffers.
  */
 #define TL_WBUF_SIZE	(32 * 1024)
+/* Room behind the write buffer for the disk notice, header included. */
+#define TL_RESERVE	256
 /* The timestamper's partial-line buffer, header included (as gitlab-runner). */
 #define TS_BUFSIZE	(8 * 1024)
 #define TS_HDRLEN	32
@@ -86,6 +94,7 @@ struct trace_log {
 	size_t		 wlen;
 
 	int		 err;		/* first error of the current call */
+	int		 disk_err;	/* errno of the failed write: the log is sealed */
 
 	struct utf8_state u8[TL_NSTREAMS];
 	struct ts_state	 ts[TL_NSTREAMS];
@@ -109,6 +118,8 @@ struct trace_log {
 
 /* File stage. */
 
+static void	ts_header(struct trace_log *, enum trace_stream, char [TS_HDRLEN + 1]);
+
 static void
 tl_seterr(struct trace_log *t, int err)
 {
@@ -116,7 +127,56 @@ tl_seterr(struct trace_log *t, int err)
 		t->err = err;
 }
 
-/* Write the buffer out; on failure keep what was not written. */
+/* The last byte kept, '\n' for none: does the notice need a line of its own? */
+static char
+tl_last_byte(const struct trace_log *t)
+{
+	char	 c = '\n';
+
+	if (t->wlen > 0)
+		return t->wbuf[t->wlen - 1];
+	if (t->flushed > 0 && pread(t->fd, &c, 1, (off_t)(t->flushed - 1)) != 1)
+		c = '\n';	/* unreadable: a blank line costs nothing */
+	return c;
+}
+
+/*
+ * The disk failed with err: seal the log.  What the buffer holds is kept
+ * (it is counted already) and the notice goes behind it, into the reserve,
+ * as a runner line; GitLab gets both from memory.
+ */
+static void
+tl_disk_failed(struct trace_log *t, int err)
+{
+	char	 hdr[TS_HDRLEN + 1], *p = t->wbuf + t->wlen;
+	size_t	 room = TL_WBUF_SIZE + TL_RESERVE - t->wlen, n = 0;
+	int	 len;
+
+	t->disk_err = err;
+	if (tl_last_byte(t) != '\n')
+		p[n++] = '\n';
+	if (t->timestamps) {
+		/* Now, not when the last write came: a flush may fail much later. */
+		t->now_valid = false;
+		ts_header(t, TRACE_RUNNER, hdr);
+		memcpy(p + n, hdr, TS_HDRLEN);
+		n += TS_HDRLEN;
+	}
+	len = snprintf(p + n, room - n, "\x1b[31;1mERROR: the job log could not be "
+	    "written to disk: %s\x1b[0;m\n", strerror(err));
+	if (len < 0)
+		len = 0;
+	n += (size_t)len < room - n ? (size_t)len : room - n - 1;
+	/* Cut by the reserve's size, it still ends its line. */
+	p[n - 1] = '\n';
+	t->wlen += n;
+	t->size += n;
+}
+
+/*
+ * Write the buffer out; on failure keep what was not written and seal the
+ * log (tl_disk_failed).  Sealed, there is nothing more to write: 0.
+ */
 static int
 tl_flush(struct trace_log *t)
 {
@@ -124,6 +184,8 @@ tl_flush(struct trace_log *t)
 	ssize_t	 n;
 	int	 rc = 0;
 
+	if (t->disk_err != 0)
+		return 0;
 	/* The crc goes over whole buffers: per line, zlib's call cost dominated. */
 	if (t->wlen > t->crc_done) {
 		t->crc = crc32_update(t->crc, t->wbuf + t->crc_done,
@@ -149,13 +211,15 @@ tl_flush(struct trace_log *t)
 	memmove(t->wbuf, t->wbuf + off, t->wlen - off);
 	t->wlen -= off;
 	t->crc_done -= off;
+	if (rc != 0)
+		tl_disk_failed(t, -rc);
 	return rc;
 }
 
 /*
  * Keep n bytes.  If the disk fails with the buffer full, the rest is
  * dropped and not counted, so crc and size still describe exactly the
- * bytes we have.
+ * bytes we have; so is everything after.
  */
 static void
 tl_store(struct trace_log *t, const char *p, size_t n)
@@ -163,6 +227,8 @@ tl_store(struct trace_log *t, const char *p, size_t n)
 	size_t	 k;
 	int	 rc;
 
+	if (t->disk_err != 0)
+		return;
 	while (n > 0) {
 		if (t->wlen == TL_WBUF_SIZE && (rc = tl_flush(t)) != 0) {
 			tl_seterr(t, rc);
@@ -193,8 +259,8 @@ tl_emit2(struct trace_log *t, const char *a, size_t na, const char *b,
 {
 	size_t	 n = na + nb;
 
-	if (!t->truncated && t->size <= t->limit && n <= t->limit - t->size &&
-	    n <= TL_WBUF_SIZE - t->wlen) {
+	if (!t->truncated && t->disk_err == 0 && t->size <= t->limit &&
+	    n <= t->limit - t->size && n <= TL_WBUF_SIZE - t->wlen) {
 		memcpy(t->wbuf + t->wlen, a, na);
 		memcpy(t->wbuf + t->wlen + na, b, nb);
 		t->wlen += n;
@@ -636,7 +702,7 @@ trace_log_open(const struct trace_log_config *cfg)
 	for (i = 0; i < TL_NSTREAMS; i++)
 		t->masker[i] = cfg->masker[i];
 	t->now_us = cfg->now_us;
-	t->wbuf = xmalloc(TL_WBUF_SIZE);
+	t->wbuf = xmalloc(TL_WBUF_SIZE + TL_RESERVE);
 	return t;
 }
 
@@ -701,6 +767,8 @@ trace_log_write(struct trace_log *t, enum trace_stream s, const char *data,
 		return -EBADF;
 	if ((int)s < 0 || s >= TL_NSTREAMS)
 		return -EINVAL;
+	if (t->disk_err != 0)
+		return -t->disk_err;
 	/* Past the limit or the end the job goes on, its output does not. */
 	if (t->finished || t->truncated || len == 0)
 		return 0;
@@ -763,6 +831,8 @@ trace_log_finish(struct trace_log *t)
 	}
 	if ((rc = tl_flush(t)) != 0)
 		tl_seterr(t, rc);
+	if (t->err == 0 && t->disk_err != 0)
+		return -t->disk_err;
 	return t->err;
 }
 
@@ -784,6 +854,12 @@ trace_log_sync(struct trace_log *t)
 	if ((rc = tl_flush(t)) != 0)
 		return rc;
 	return fdatasync(t->fd) == 0 ? 0 : -errno;
+}
+
+int
+trace_log_disk_error(const struct trace_log *t)
+{
+	return t->disk_err;
 }
 
 uint64_t

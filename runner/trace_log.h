@@ -15,6 +15,11 @@
  *   line, '+' for a continued line, see protocol.md 6.5 step 4) ->
  *   output_limit (cut on a character boundary, then the notice once) ->
  *   file, crc32, bytesize.
+ *
+ * A write to the file that fails (a full disk) seals the log: it ends with
+ * the bytes kept so far and the runner line "ERROR: the job log could not
+ * be written to disk: <reason>", which come from memory, and every later
+ * write fails with the same error.  The job fails; the log says why.
  */
 #ifndef RUNNER_TRACE_LOG_H
 #define RUNNER_TRACE_LOG_H
@@ -59,7 +64,7 @@ struct trace_log	*trace_log_reopen(const char *path);
 /* Close the file; with remove, delete it. */
 void			 trace_log_close(struct trace_log *t, bool remove);
 
-/* Job or runner output; returns 0 or -errno (the disk failed). */
+/* Job or runner output; returns 0 or -errno (the disk failed: sealed). */
 int			 trace_log_write(struct trace_log *t, enum trace_stream s,
 			    const char *data, size_t len);
 /* printf into the log as a runner message. */
@@ -82,8 +87,12 @@ int			 trace_log_sync(struct trace_log *t);
 /*
  * Only the write buffer out to the file, no fdatasync: for a caller that
  * syncs the file itself, off the event loop (the sender).  0 or -errno.
+ * The call that fails seals the log; sealed, both return 0: what is not
+ * in the file stays in memory by design.
  */
 int			 trace_log_flush(struct trace_log *t);
+/* The errno that sealed the log (see above), or 0. */
+int			 trace_log_disk_error(const struct trace_log *t);
 
 uint64_t		 trace_log_size(const struct trace_log *t);	/* bytesize */
 uint32_t		 trace_log_crc32(const struct trace_log *t);	/* of those bytes */
@@ -95,7 +104,8 @@ const char		*trace_log_path(const struct trace_log *t);
 /*
  * The log file's descriptor (owned by t) and, in *in_file, how many bytes
  * of the log it holds: those are final and may be read with pread, as the
- * sender's PATCHes are.  -1 when there is no file.
+ * sender's PATCHes are.  -1 when there is no file.  Once the log is sealed
+ * the bytes after in_file are final too, in memory: trace_log_read them.
  */
 int			 trace_log_file(const struct trace_log *t, uint64_t *in_file);
 

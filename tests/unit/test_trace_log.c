@@ -795,15 +795,24 @@ test_open(void **state)
 	assert_int_equal(st.st_size, 4);
 }
 
-/* In a child: the file size limit makes the disk "fail" with EFBIG. */
+#define DISK_NOTICE "\x1b[31;1mERROR: the job log could not be written to disk: " \
+	"File too large\x1b[0;m\n"
+
+/*
+ * In a child: the file size limit makes the disk "fail" with EFBIG.  The
+ * log is sealed: the file keeps what fitted, the write buffer's bytes and
+ * the notice stay in memory, crc and size describe exactly those, and
+ * nothing more is taken.
+ */
 static int
 disk_error_child(void)
 {
 	struct trace_log	*t;
 	struct rlimit		 rl = { 100000, 100000 };
-	char			 chunk[10000], *back;
+	char			 chunk[10000], *back, *file;
 	int			 i, rc, failed = 0;
 	uint64_t		 size;
+	size_t			 flen, k;
 
 	signal(SIGXFSZ, SIG_IGN);
 	if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
@@ -814,41 +823,109 @@ disk_error_child(void)
 		rc = trace_log_write(t, TRACE_STDOUT, chunk, sizeof chunk);
 		if (rc == -EFBIG)
 			failed = 1;
-		else if (rc != 0)
-			return 11;
+		else if (rc != 0 || failed)
+			return 11;	/* after the failure, every write fails */
 	}
-	if (!failed)
+	if (!failed || trace_log_disk_error(t) != EFBIG)
 		return 12;
-	if (trace_log_finish(t) != -EFBIG)
-		return 13;
-	/* What is counted is what is kept, and it can still be read. */
 	size = trace_log_size(t);
-	if (size < 100000 || size > 100000 + 65536)
+	if (trace_log_finish(t) != -EFBIG || trace_log_size(t) != size)
+		return 13;
+	if (trace_log_flush(t) != 0 || trace_log_sync(t) != 0)
 		return 14;
+	/* The file: what fitted, not a byte more. */
+	file = read_file(trace_log_path(t), &flen);
+	if (flen != 100000)
+		return 15;
 	back = malloc(size);
 	if (trace_log_read(t, 0, back, size) != (ssize_t)size)
-		return 15;
-	if (trace_log_crc32(t) != crc_of(back, size))
 		return 16;
+	if (memcmp(back, file, flen) != 0)
+		return 17;
+	/* Then the buffer's bytes, a line end, the notice. */
+	k = size - strlen(DISK_NOTICE) - 1;
+	if (k < flen || k > flen + 32 * 1024 || back[k] != '\n' ||
+	    memcmp(back + k + 1, DISK_NOTICE, strlen(DISK_NOTICE)) != 0)
+		return 18;
+	for (i = 0; (size_t)i < k; i++)
+		if (back[i] != 'z')
+			return 19;
+	if (trace_log_crc32(t) != crc_of(back, size))
+		return 20;
 	free(back);
+	free(file);
 	trace_log_close(t, true);
 	return 0;
+}
+
+/*
+ * In a child: no byte fits on the disk.  The first flush seals the log and
+ * it still holds the job's line and the notice, stamped like any runner
+ * line, for GitLab.
+ */
+static int
+disk_full_child(void)
+{
+	static const char	 want[] = H0 "01O needs no disk\n" H0 "00O " DISK_NOTICE;
+	struct trace_log	*t;
+	struct rlimit		 rl = { 0, 0 };
+	char			*back;
+	size_t			 len, flen;
+
+	signal(SIGXFSZ, SIG_IGN);
+	if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+		return 10;
+	t = open_log(UINT64_MAX, true);
+	if (trace_log_write(t, TRACE_STDOUT, "needs no disk\n", 14) != 0)
+		return 11;
+	if (trace_log_write(t, TRACE_STDOUT, "half a line", 11) != 0)
+		return 12;
+	if (trace_log_flush(t) != -EFBIG || trace_log_disk_error(t) != EFBIG)
+		return 13;
+	if (trace_log_printf(t, "Job succeeded\n") != -EFBIG)
+		return 14;
+	if (trace_log_finish(t) != -EFBIG)
+		return 15;
+	back = read_all(t, &len);
+	if (len != sizeof want - 1 || memcmp(back, want, len) != 0)
+		return 16;
+	if (trace_log_crc32(t) != crc_of(want, len))
+		return 17;
+	free(back);
+	free(read_file(trace_log_path(t), &flen));
+	if (flen != 0)
+		return 18;
+	trace_log_close(t, false);
+	return 0;
+}
+
+static void
+run_child(int (*child)(void))
+{
+	pid_t	 pid;
+	int	 status;
+
+	pid = fork();
+	assert_true(pid != -1);
+	if (pid == 0)
+		_exit(child());
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void
+test_disk_full(void **state)
+{
+	(void)state;
+	run_child(disk_full_child);
 }
 
 static void
 test_disk_error(void **state)
 {
-	pid_t	 pid;
-	int	 status;
-
 	(void)state;
-	pid = fork();
-	assert_true(pid != -1);
-	if (pid == 0)
-		_exit(disk_error_child());
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	run_child(disk_error_child);
 }
 
 static void
@@ -1249,6 +1326,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_disk_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mask_split, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mask_held_attribution, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mask_direct_same_as_copy, setup, teardown),

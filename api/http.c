@@ -1304,8 +1304,8 @@ follow_redirect(struct http_req *r)
 	struct redirect_decision d;
 	char *path, *why;
 
-	if (r->status < 300 || r->status > 399 || r->h->closing)
-		return false;
+	if (r->h->closing)
+		return false;	/* nothing more is sent: the 3xx is the answer */
 	memset(&in, 0, sizeof(in));
 	in.status = r->status;
 	in.method = wire_method(r);

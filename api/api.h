@@ -444,7 +444,6 @@ struct api_call	*api_patch_trace_bytes(struct api *a, const struct api_job_ref *
 
 enum api_artifact_result {
 	API_ARTIFACT_OK,		/* upload 201; download 200, the file written */
-	API_ARTIFACT_REDIRECT,		/* 302, 307, 308 with a Location */
 	API_ARTIFACT_UNAUTHORIZED,	/* 401 */
 	API_ARTIFACT_FORBIDDEN,		/* 403 */
 	API_ARTIFACT_NOT_FOUND,		/* 404 */
@@ -453,10 +452,12 @@ enum api_artifact_result {
 	API_ARTIFACT_CANCELED,
 };
 
-/* location: for REDIRECT; bytes: how many a download wrote. */
+/*
+ * bytes: how many a download wrote.  Redirects never get here: http.c
+ * follows them (a presigned object storage URL, say) by its one rule.
+ */
 typedef void	api_artifact_cb(enum api_artifact_result result,
-		    const struct api_answer *answer, const char *location,
-		    uint64_t bytes, void *data);
+		    const struct api_answer *answer, uint64_t bytes, void *data);
 
 struct api_artifact_upload {
 	const char	*format;	/* artifact_format; NULL or "": omitted */
@@ -466,11 +467,6 @@ struct api_artifact_upload {
 	int		 fd;		/* the whole body, bytes 0 .. len-1 */
 	off_t		 len;
 	uint64_t	 timeout_ms;	/* 0: the default */
-	/*
-	 * A 307/308 Location to send the same request to, query and all
-	 * (Go's client follows those itself, Job-Token kept); NULL at first.
-	 */
-	const char	*redirect_url;
 };
 
 /*
@@ -482,14 +478,12 @@ struct api_call	*api_upload_artifacts(struct api *a, const struct api_job_ref *j
 		    const struct api_artifact_upload *u, api_artifact_cb *cb, void *data);
 /*
  * GET /jobs/:id/artifacts with job->token (the dependency's) in Job-Token,
- * ?direct_download=true if direct; a 200 body is written to fd.
+ * ?direct_download=true if direct; a 200 body is written to fd.  The
+ * redirect to object storage is followed without any token header, even
+ * to GitLab's own origin: a presigned URL needs none.
  */
 struct api_call	*api_download_artifacts(struct api *a, const struct api_job_ref *job,
 		    bool direct, int fd, uint64_t timeout_ms, api_artifact_cb *cb,
-		    void *data);
-/* GET an object storage URL a download was redirected to: no token at all. */
-struct api_call	*api_download_url(struct api *a, const struct api_creds *creds,
-		    const char *url, int fd, uint64_t timeout_ms, api_artifact_cb *cb,
 		    void *data);
 
 /* ---- The client. ---- */

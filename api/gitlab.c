@@ -837,7 +837,6 @@ deliver_artifact(struct api_call *call, const struct http_result *res,
     const struct api_answer *ans)
 {
 	enum api_artifact_result result;
-	const char *location = NULL;
 
 	if (call->early)
 		result = API_ARTIFACT_FAILED;
@@ -847,11 +846,7 @@ deliver_artifact(struct api_call *call, const struct http_result *res,
 		result = API_ARTIFACT_FAILED;
 	else if (res->status == 200 || res->status == 201)
 		result = API_ARTIFACT_OK;
-	else if (res->status == 302 || res->status == 307 || res->status == 308) {
-		location = http_req_response_header(call->req, "Location");
-		result = location != NULL && *location != '\0' ?
-		    API_ARTIFACT_REDIRECT : API_ARTIFACT_FAILED;
-	} else if (res->status == 401)
+	else if (res->status == 401)
 		result = API_ARTIFACT_UNAUTHORIZED;
 	else if (res->status == 403)
 		result = API_ARTIFACT_FORBIDDEN;
@@ -861,7 +856,7 @@ deliver_artifact(struct api_call *call, const struct http_result *res,
 		result = API_ARTIFACT_TOO_LARGE;
 	else
 		result = API_ARTIFACT_FAILED;
-	call->cb.artifact(result, ans, location, res->file_len, call->data);
+	call->cb.artifact(result, ans, res->file_len, call->data);
 }
 
 static void
@@ -908,8 +903,9 @@ deliver(struct api_call *call, const struct http_result *res)
 static void
 json_body(struct api_call *call, char *json)
 {
+	/* Every JSON body of ours carries a token: never sent on to another origin. */
 	if (call->req != NULL)
-		http_req_body(call->req, "application/json", json, strlen(json));
+		http_req_secret_body(call->req, "application/json", json, strlen(json));
 	explicit_bzero(json, strlen(json));
 	free(json);
 }
@@ -1153,19 +1149,14 @@ api_upload_artifacts(struct api *a, const struct api_job_ref *job,
 	struct api_call *call;
 	struct buf path;
 
-	if (u->redirect_url != NULL)
-		call = call_prepare_url(a, CALL_ARTIFACT, job->creds, "POST", u->redirect_url,
-		    data);
-	else {
-		buf_init(&path, BUF_UNLIMITED);
-		buf_printf(&path, "jobs/%" PRId64 "/artifacts", job->id);
-		/* Alphabetical, each only when set, as gitlab-runner sends them. */
-		query_param(&path, "artifact_format", u->format);
-		query_param(&path, "artifact_type", u->type);
-		query_param(&path, "expire_in", u->expire_in);
-		call = call_prepare(a, CALL_ARTIFACT, job->creds, "POST", path.ptr, data);
-		buf_release(&path);
-	}
+	buf_init(&path, BUF_UNLIMITED);
+	buf_printf(&path, "jobs/%" PRId64 "/artifacts", job->id);
+	/* Alphabetical, each only when set, as gitlab-runner sends them. */
+	query_param(&path, "artifact_format", u->format);
+	query_param(&path, "artifact_type", u->type);
+	query_param(&path, "expire_in", u->expire_in);
+	call = call_prepare(a, CALL_ARTIFACT, job->creds, "POST", path.ptr, data);
+	buf_release(&path);
 	call->cb.artifact = cb;
 	if (call->req != NULL) {
 		http_req_secret_header(call->req, "Job-Token", job->token);
@@ -1207,24 +1198,10 @@ api_download_artifacts(struct api *a, const struct api_job_ref *job, bool direct
 	snprintf(path, sizeof(path), "jobs/%" PRId64 "/artifacts%s", job->id,
 	    direct ? "?direct_download=true" : "");
 	call = call_prepare(a, CALL_ARTIFACT, job->creds, "GET", path, data);
-	if (call->req != NULL)
+	if (call->req != NULL) {
 		http_req_secret_header(call->req, "Job-Token", job->token);
-	return download_setup(call, fd, timeout_ms, cb);
-}
-
-struct api_call *
-api_download_url(struct api *a, const struct api_creds *creds, const char *url,
-    int fd, uint64_t timeout_ms, api_artifact_cb *cb, void *data)
-{
-	struct api_call *call;
-
-	/* Object storage: a presigned URL, and no token of ours goes there. */
-	if (strncasecmp(url, "https://", 8) != 0 && strncasecmp(url, "http://", 7) != 0) {
-		call = call_new(a, CALL_ARTIFACT, data);
-		call->early = true;
-		call->early_result = API_CLIENT_ERROR;
-		call->early_message = xasprintf("redirected to a URL that is not http or https");
-	} else
-		call = call_prepare_url(a, CALL_ARTIFACT, creds, "GET", url, data);
+		/* Object storage, even on GitLab's origin: a presigned URL, no token of ours. */
+		http_req_flags(call->req, HTTP_REDIRECT_NO_TOKENS);
+	}
 	return download_setup(call, fd, timeout_ms, cb);
 }

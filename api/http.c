@@ -28,6 +28,7 @@
 
 #include "api/http.h"
 #include "api/pushback.h"
+#include "api/redirect.h"
 #include "api/retry.h"
 #include "runner/backoff.h"
 #include "runner/buf.h"
@@ -46,6 +47,7 @@
 #define DEFAULT_RESPONSE_CAP		(1024 * 1024)
 #define CONNECT_TIMEOUT_MS		30000
 #define LOG_BODY_EXCERPT		512
+#define MAX_REDIRECTS			10	/* as Go's http.Client, gitlab-runner's */
 
 /* Where a request is in its life. */
 enum req_state {
@@ -65,8 +67,16 @@ struct http_req {
 	char			*method;
 	char			*url;
 	struct curl_slist	*headers;
+	struct curl_slist	*secret_headers;	/* the ones that carry tokens */
+	struct curl_slist	*wire_headers;	/* what libcurl was given, this attempt */
 	char			*content_type;
 	bool			 has_body;
+	bool			 body_has_token;
+	/* Where redirects took it; the caller's method and URL stay as they were. */
+	char			*redirect_url;	/* NULL: not redirected */
+	bool			 redirect_get;	/* a 303 made it a GET without body */
+	bool			 tokens_dropped;	/* it left the origin of its tokens */
+	unsigned		 redirects;
 	struct buf		 body;		/* in-memory body: the same bytes each time */
 	int			 body_fd;	/* streamed body, or -1 */
 	off_t			 body_off;	/* where in body_fd it starts */
@@ -378,11 +388,37 @@ http_req_header(struct http_req *r, const char *name, const char *value)
 	free(line);
 }
 
+/* A new list entry; libcurl copies the line. */
+static struct curl_slist *
+slist_add(struct curl_slist *l, const char *line)
+{
+	struct curl_slist *n = curl_slist_append(l, line);
+
+	if (n == NULL)
+		fatalx("libcurl: out of memory");
+	return n;
+}
+
+/* Free a header list, its token values wiped first. */
+static void
+slist_wipe(struct curl_slist *l)
+{
+	struct curl_slist *p;
+
+	for (p = l; p != NULL; p = p->next)
+		explicit_bzero(p->data, strlen(p->data));
+	curl_slist_free_all(l);
+}
+
 void
 http_req_secret_header(struct http_req *r, const char *name, const char *value)
 {
-	/* Headers are never logged; the distinction is for readers of the caller. */
-	http_req_header(r, name, value);
+	/* Headers are never logged; kept apart so a redirect can leave these behind. */
+	char *line = xasprintf("%s: %s", name, value);
+
+	r->secret_headers = slist_add(r->secret_headers, line);
+	explicit_bzero(line, strlen(line));
+	free(line);
 }
 
 void
@@ -393,7 +429,16 @@ http_req_body(struct http_req *r, const char *content_type, const void *data, si
 	buf_reset(&r->body);
 	buf_append(&r->body, data, len);
 	r->has_body = true;
+	r->body_has_token = false;
 	r->body_fd = -1;
+}
+
+void
+http_req_secret_body(struct http_req *r, const char *content_type, const void *data,
+    size_t len)
+{
+	http_req_body(r, content_type, data, len);
+	r->body_has_token = true;
 }
 
 void
@@ -404,6 +449,7 @@ http_req_body_fd(struct http_req *r, const char *content_type, int fd, off_t off
 	r->content_type = content_type != NULL ? xstrdup(content_type) : NULL;
 	buf_release(&r->body);
 	r->has_body = true;
+	r->body_has_token = false;
 	r->body_fd = fd;
 	r->body_off = offset;
 	r->body_len = len;
@@ -644,15 +690,59 @@ ca_bundle(struct http *h, const char *ca_file)
 
 /* ---- attempts ---- */
 
+/* What goes on the wire: the caller's request, or where redirects took it. */
+static const char *
+wire_url(const struct http_req *r)
+{
+	return r->redirect_url != NULL ? r->redirect_url : r->url;
+}
+
+static const char *
+wire_method(const struct http_req *r)
+{
+	return r->redirect_get ? "GET" : r->method;
+}
+
+static bool
+wire_body(const struct http_req *r)
+{
+	return r->has_body && !r->redirect_get;
+}
+
+/* The caller's headers, less the token ones once it left their origin, and ours. */
+static struct curl_slist *
+wire_headers(const struct http_req *r)
+{
+	struct curl_slist *wire = NULL, *p;
+	char *line;
+
+	for (p = r->headers; p != NULL; p = p->next)
+		if (!r->tokens_dropped || !token_header(p->data))
+			wire = slist_add(wire, p->data);
+	for (p = r->secret_headers; p != NULL && !r->tokens_dropped; p = p->next)
+		wire = slist_add(wire, p->data);
+	line = xasprintf("X-Request-Id: %s", r->request_id);
+	wire = slist_add(wire, line);
+	free(line);
+	if (r->flags & HTTP_ACCEPT_JSON)
+		wire = slist_add(wire, "Accept: application/json");
+	if (r->content_type != NULL && wire_body(r)) {
+		line = xasprintf("Content-Type: %s", r->content_type);
+		wire = slist_add(wire, line);
+		free(line);
+	}
+	/* libcurl would add "Expect: 100-continue" to large bodies: a 1 s stall. */
+	return slist_add(wire, "Expect:");
+}
+
 static void
 setup_easy(struct http_req *r)
 {
 	struct http *h = r->h;
 	CURL *e = r->easy;
-	const char *bundle;
-	char *line;
+	const char *bundle, *method = wire_method(r);
 
-	curl_easy_setopt(e, CURLOPT_URL, r->url);
+	curl_easy_setopt(e, CURLOPT_URL, wire_url(r));
 	curl_easy_setopt(e, CURLOPT_PRIVATE, r);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -683,23 +773,11 @@ setup_easy(struct http_req *r)
 		    r->key_file != NULL ? r->key_file : r->cert_file);
 	}
 
-	line = xasprintf("X-Request-Id: %s", r->request_id);
-	r->headers = curl_slist_append(r->headers, line);
-	free(line);
-	if (r->flags & HTTP_ACCEPT_JSON)
-		r->headers = curl_slist_append(r->headers, "Accept: application/json");
-	if (r->content_type != NULL) {
-		line = xasprintf("Content-Type: %s", r->content_type);
-		r->headers = curl_slist_append(r->headers, line);
-		free(line);
-	}
-	/* libcurl would add "Expect: 100-continue" to large bodies: a 1 s stall. */
-	r->headers = curl_slist_append(r->headers, "Expect:");
-	if (r->headers == NULL)
-		fatalx("libcurl: out of memory");
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
+	slist_wipe(r->wire_headers);
+	r->wire_headers = wire_headers(r);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->wire_headers);
 
-	if (r->has_body && r->body_fd >= 0) {
+	if (wire_body(r) && r->body_fd >= 0) {
 		curl_easy_setopt(e, CURLOPT_POST, 1L);
 		curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read_body);
 		curl_easy_setopt(e, CURLOPT_READDATA, r);
@@ -713,15 +791,15 @@ setup_easy(struct http_req *r)
 		 */
 		if (r->body_len <= 1024 * 1024)
 			curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
-	} else if (r->has_body || strcmp(r->method, "POST") == 0) {
+	} else if (wire_body(r) || strcmp(method, "POST") == 0) {
 		/* Our own buffer: libcurl reads it anew for every send. */
 		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body.len);
 		curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body.ptr);
 	}
-	if (strcmp(r->method, "GET") == 0)
+	if (strcmp(method, "GET") == 0)
 		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-	else if (strcmp(r->method, "POST") != 0)
-		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
+	else if (strcmp(method, "POST") != 0)
+		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
 }
 
 static uint64_t
@@ -759,7 +837,6 @@ attempt_start(struct http_req *r)
 		if (ftruncate(r->response_fd, 0) == -1)
 			r->write_errno = errno;
 	}
-	r->attempts++;
 	curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, (long)timeout);
 	r->state = REQ_ACTIVE;
 	if ((mc = curl_multi_add_handle(h->multi, r->easy)) != CURLM_OK) {
@@ -1056,6 +1133,7 @@ retry_now(struct http_req *r)
 	}
 	h->retries_in_flight++;
 	r->holds_slot = true;
+	r->attempts++;
 	attempt_start(r);
 }
 
@@ -1213,6 +1291,67 @@ tell_gate(struct http_req *r, const struct retry_decision *d)
 	}
 }
 
+/*
+ * A 3xx with a Location: followed at once, as the same attempt (no retry
+ * is spent), or refused, which ends the request.  Logged with both
+ * origins only: a Location may hold a presigned signature, a URL a token.
+ * False if the answer is no redirect to act on.
+ */
+static bool
+follow_redirect(struct http_req *r)
+{
+	struct redirect_input in;
+	struct redirect_decision d;
+	char *path, *why;
+
+	if (r->h->closing)
+		return false;	/* nothing more is sent: the 3xx is the answer */
+	memset(&in, 0, sizeof(in));
+	in.status = r->status;
+	in.method = wire_method(r);
+	in.url = wire_url(r);
+	in.location = http_req_response_header(r, "Location");
+	in.has_body = wire_body(r);
+	in.body_has_token = r->body_has_token;
+	in.never_keep_tokens = (r->flags & HTTP_REDIRECT_NO_TOKENS) != 0;
+	in.hops = r->redirects;
+	in.max_hops = MAX_REDIRECTS;
+	redirect_decide(&in, &d);
+	if (d.action == REDIRECT_NONE)
+		return false;
+	path = log_path(r->url);
+	if (d.action == REDIRECT_REFUSE) {
+		why = xasprintf("HTTP %ld redirect from %s to %s refused: %s", r->status,
+		    d.from, d.to[0] != '\0' ? d.to : "its Location", d.why_not);
+		log_warnx("api: %s %s: %s", r->method, path, why);
+		snprintf(r->error_text, sizeof(r->error_text), "%s", why);
+		free(why);
+		free(path);
+		r->status = 0;
+		r->error = -EPERM;
+		finish(r);
+		return true;
+	}
+	log_debug("api: %s %s: HTTP %ld redirect from %s to %s, %s", r->method, path,
+	    r->status, d.from, d.to, d.keep_tokens ? "same origin, token headers kept" :
+	    d.same_origin ? "token headers dropped as the caller asked" :
+	    "another origin, token headers dropped");
+	free(path);
+	r->redirects++;
+	if (!d.keep_tokens)
+		r->tokens_dropped = true;
+	/* The rule changes the method only to a GET without the body (303). */
+	if (strcmp(d.method, in.method) != 0 || (in.has_body && !d.keep_body))
+		r->redirect_get = true;
+	free(r->redirect_url);
+	r->redirect_url = d.url;
+	d.url = NULL;
+	curl_easy_reset(r->easy);
+	setup_easy(r);
+	attempt_start(r);
+	return true;
+}
+
 /* One attempt is over: answer the caller, or wait and send it again. */
 static void
 attempt_done(struct http_req *r, CURLcode rc)
@@ -1245,7 +1384,9 @@ attempt_done(struct http_req *r, CURLcode rc)
 		}
 	}
 	count_attempt(r);
-	/* A redirect is an answer to follow, not a failure. */
+	if (follow_redirect(r))
+		return;
+	/* A redirect not followed is the caller's answer, not a failure. */
 	if (r->status < 200 || r->status > 399)
 		log_failed_attempt(r);
 
@@ -1394,7 +1535,10 @@ http_req_free(struct http_req *r)
 		fatalx("http_req_free: request %s %s is still running", r->method, r->url);
 	if (r->easy != NULL)
 		curl_easy_cleanup(r->easy);
-	curl_slist_free_all(r->headers);
+	slist_wipe(r->headers);
+	slist_wipe(r->secret_headers);
+	slist_wipe(r->wire_headers);
+	free(r->redirect_url);
 	if (r->body.cap > 0)
 		explicit_bzero(r->body.ptr, r->body.len);
 	buf_release(&r->body);

@@ -11,6 +11,11 @@
  * function (retry.h); the waits honour Retry-After and RateLimit-ResetTime
  * but never outlast the request's deadline.
  *
+ * Redirects are followed here, for every request, by the one rule of
+ * redirect.h: token headers (and bodies that carry a token) stay with the
+ * origin they were issued for, and https never becomes http.  A redirect
+ * that rule refuses ends the request with -EPERM and says why.
+ *
  * Contract of http_req_start(): if it returns an error the callback is
  * never called; if it returns 0 the callback is called exactly once, after
  * the last attempt, on cancel (status 0, error -ECANCELED), or when the
@@ -58,6 +63,11 @@ enum http_flags {
 	HTTP_NO_RETRY		= 1 << 0,	/* one attempt, whatever happens */
 	HTTP_NO_RETRY_429	= 1 << 1,	/* a 429 is the answer, not retried */
 	HTTP_ACCEPT_JSON	= 1 << 2,	/* send Accept: application/json */
+	/*
+	 * A redirect drops the token headers even to the same origin: a
+	 * download sent on to object storage, whose presigned URL needs none.
+	 */
+	HTTP_REDIRECT_NO_TOKENS	= 1 << 3,
 };
 
 /* What a request ended with; valid inside the callback. */
@@ -85,12 +95,19 @@ void		 http_close(struct http *h);
 
 /* A new request; nothing is sent until http_req_start(). */
 struct http_req	*http_req_new(struct http *h, const char *method, const char *url);
-/* Add a header.  Secret headers have their value masked in every log. */
+/*
+ * Add a header.  A secret header carries a token: it is never logged and
+ * never follows a redirect to another origin (nor do Job-Token,
+ * Runner-Token, Private-Token and Authorization however they were added).
+ */
 void		 http_req_header(struct http_req *r, const char *name, const char *value);
 void		 http_req_secret_header(struct http_req *r, const char *name,
 		    const char *value);
 /* The body: copied into the request, sent identically on every attempt. */
 void		 http_req_body(struct http_req *r, const char *content_type,
+		    const void *data, size_t len);
+/* A body with a token in it: a redirect that would send it elsewhere is refused. */
+void		 http_req_secret_body(struct http_req *r, const char *content_type,
 		    const void *data, size_t len);
 /*
  * A streamed body read from fd (which the request does not own) at offsets
@@ -124,6 +141,7 @@ void		 http_req_free(struct http_req *r);
 
 /* A response header of the last attempt (case-insensitive), or NULL. */
 const char	*http_req_response_header(const struct http_req *r, const char *name);
+/* The method and URL the request was made with, whatever it was redirected to. */
 const char	*http_req_method(const struct http_req *r);
 const char	*http_req_url(const struct http_req *r);
 

@@ -12,6 +12,8 @@
  * to an unlinked temp file first, so every attempt and every redirect
  * sends the same bytes and memory stays flat whatever the size.  Downloads
  * stream to a temp file, which is extracted only once it is complete.
+ * Redirects are the transport's (api/redirect.h): the job token never
+ * follows one to another origin.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,8 +37,6 @@
 #include "runner/strv.h"
 #include "runner/xmalloc.h"
 
-#define MAX_REDIRECTS	5
-
 static const char upload_usage[] =
     "runner artifacts-uploader --url URL --id JOB_ID [--path GLOB]... [--exclude GLOB]... "
     "[--untracked] [--name NAME] [--artifact-format zip|gzip|raw] [--artifact-type TYPE] "
@@ -49,21 +49,18 @@ struct transfer {
 	struct cmd_session	 session;
 	enum api_artifact_result result;
 	char			*message;	/* the server's answer, for the log */
-	char			*location;
 	uint64_t		 bytes;
 };
 
 static void
 on_transfer_done(enum api_artifact_result result, const struct api_answer *answer,
-    const char *location, uint64_t bytes, void *data)
+    uint64_t bytes, void *data)
 {
 	struct transfer *t = data;
 
 	t->result = result;
 	free(t->message);
 	t->message = xstrdup(answer->message != NULL ? answer->message : "");
-	free(t->location);
-	t->location = location != NULL ? xstrdup(location) : NULL;
 	t->bytes = bytes;
 	t->session.pending--;
 }
@@ -72,7 +69,6 @@ static void
 transfer_release(struct transfer *t)
 {
 	free(t->message);
-	free(t->location);
 }
 
 /* The job token, from the environment only. */
@@ -224,12 +220,6 @@ write_body(int fd, const char *boundary, const char *filename, enum archive_form
 	return len;
 }
 
-static bool
-http_url(const char *url)
-{
-	return strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0;
-}
-
 static int
 send_upload(const struct upload_opts *o, const char *token, int fd, off_t len,
     const char *content_type)
@@ -238,9 +228,9 @@ send_upload(const struct upload_opts *o, const char *token, int fd, off_t len,
 	struct api_job_ref ref;
 	struct api_creds creds;
 	struct transfer t = { 0 };
-	char short_tok[LOG_TOKEN_SIZE], *prefix, *location = NULL;
+	char short_tok[LOG_TOKEN_SIZE], *prefix;
 	uint64_t start = clock_mono_ms();
-	int redirects = 0, rc = 1;
+	int rc = 1;
 
 	up.format = o->format;
 	up.type = o->type;
@@ -254,26 +244,12 @@ send_upload(const struct upload_opts *o, const char *token, int fd, off_t len,
 	log_token(token, short_tok);
 	cmd_session_open(&t.session, NULL);
 	creds_for(&creds, o->url);
-	for (;;) {
-		ref.creds = &creds;
-		ref.id = o->id;
-		ref.token = token;
-		t.session.pending = 1;
-		(void)api_upload_artifacts(t.session.api, &ref, &up, on_transfer_done, &t);
-		cmd_session_wait(&t.session);
-		if (t.result != API_ARTIFACT_REDIRECT)
-			break;
-		if (++redirects > MAX_REDIRECTS || !http_url(t.location)) {
-			log_error("%s redirected too often or to a bad location (%s)", prefix,
-			    t.location);
-			goto out;
-		}
-		/* The same body again, to exactly where the server said. */
-		log_info("Upload request redirected  location=%s", t.location);
-		free(location);
-		location = xstrdup(t.location);
-		up.redirect_url = location;
-	}
+	ref.creds = &creds;
+	ref.id = o->id;
+	ref.token = token;
+	t.session.pending = 1;
+	(void)api_upload_artifacts(t.session.api, &ref, &up, on_transfer_done, &t);
+	cmd_session_wait(&t.session);
 	switch (t.result) {
 	case API_ARTIFACT_OK:
 		log_info("%s %s  id=%" PRId64 " responseStatus=%s token=%s", prefix, t.message,
@@ -298,11 +274,9 @@ send_upload(const struct upload_opts *o, const char *token, int fd, off_t len,
 		    o->id, t.message, short_tok);
 		break;
 	}
-out:
 	cmd_session_close(&t.session);
 	transfer_release(&t);
 	free(prefix);
-	free(location);
 	return rc;
 }
 
@@ -457,7 +431,7 @@ download(const char *url, int64_t id, uint64_t timeout_ms)
 	struct api_creds creds;
 	struct transfer t = { 0 };
 	const char *token;
-	char short_tok[LOG_TOKEN_SIZE], *path = NULL, *storage;
+	char short_tok[LOG_TOKEN_SIZE], *path = NULL;
 	uint64_t start = clock_mono_ms();
 	int fd, rc = 1;
 
@@ -475,15 +449,6 @@ download(const char *url, int64_t id, uint64_t timeout_ms)
 	(void)api_download_artifacts(t.session.api, &ref, true, fd, timeout_ms,
 	    on_transfer_done, &t);
 	cmd_session_wait(&t.session);
-	if (t.result == API_ARTIFACT_REDIRECT) {
-		/* Object storage: the URL is presigned, our token stays here. */
-		storage = xstrdup(t.location);
-		t.session.pending = 1;
-		(void)api_download_url(t.session.api, &creds, storage, fd, timeout_ms,
-		    on_transfer_done, &t);
-		cmd_session_wait(&t.session);
-		free(storage);
-	}
 	if (t.result != API_ARTIFACT_OK) {
 		log_error("Downloading artifacts from coordinator... %s  id=%" PRId64
 		    " responseStatus=%s token=%s", download_failure(t.result), id, t.message,

@@ -561,6 +561,8 @@ set_dir_meta(struct arc_stage *s, char *err, size_t errlen)
 	size_t i;
 	int rc = 0;
 
+	if (s->ndirs == 0)
+		return 0;
 	qsort(s->dirs, s->ndirs, sizeof(*s->dirs), dir_order);
 	for (i = 0; i < s->ndirs && rc == 0; i++) {
 		struct timespec ts[2] = { { 0, UTIME_OMIT }, s->dirs[i].mtime };

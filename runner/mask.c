@@ -64,6 +64,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "api/redact.h"
 #include "runner/buf.h"
 #include "runner/mask.h"
 #include "runner/xmalloc.h"
@@ -227,11 +228,6 @@ static const struct {
 };
 
 static const char *const default_prefixes[] = { "glpat-", NULL };
-static const char *const all_default_prefixes[] = {
-	"glpat-", "gloas-", "gldt-", "glrt-", "glcbt-", "glrtr-", "glptt-",
-	"glft-", "glimt-", "glagent-", "glsoat-", "glffct-",
-	"_gitlab_session=", "gltok-", NULL
-};
 
 static void	url_feed(struct masker *, const uint8_t *, size_t);
 static void	url_mask(struct masker *);
@@ -1307,5 +1303,5 @@ masker_flush(struct masker *m, struct buf *out)
 const char *const *
 masker_default_prefixes(bool all_default_tokens)
 {
-	return all_default_tokens ? all_default_prefixes : default_prefixes;
+	return all_default_tokens ? redact_token_prefixes : default_prefixes;
 }

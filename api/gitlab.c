@@ -20,6 +20,7 @@
 #include "api/api.h"
 #include "api/http.h"
 #include "api/json.h"
+#include "api/redact.h"
 #include "runner/buf.h"
 #include "runner/clock.h"
 #include "runner/log.h"
@@ -390,13 +391,17 @@ reason_phrase(long status)
 static char *
 answer_message(const struct http_result *res)
 {
-	char *flat;
+	char *flat, *clean;
+	size_t clean_len;
 	char *msg;
 
 	if (res->status == 0)
 		return xstrdup(res->error_text != NULL && *res->error_text ?
 		    res->error_text : "no answer");
-	flat = json_error_message(res->body, res->body_len);
+	/* Redacted as JSON text, so that "token: [is missing]" stays readable. */
+	clean = redact_copy(res->body, res->body_len, &clean_len);
+	flat = json_error_message(clean, clean_len);
+	free(clean);
 	/* GitLab's messages often are "403 Forbidden" already: say it once. */
 	if (flat != NULL && strtol(flat, NULL, 10) == res->status)
 		msg = xstrdup(flat);
@@ -707,8 +712,8 @@ deliver_job_request(struct api_call *call, const struct http_result *res,
 			buf_init(&b, BUF_UNLIMITED);
 			buf_printf(&b, "POST /jobs/request: GitLab assigned a job, but its "
 			    "payload cannot be used (%s); the job will time out on GitLab. "
-			    "Request id %s, body: %.*s", err, res->request_id,
-			    (int)(res->body_len < 512 ? res->body_len : 512), res->body);
+			    "Request id %s, body: ", err, res->request_id);
+			redact_excerpt(&b, res->body, res->body_len, 512);
 			log_error("%s", b.ptr);
 			buf_release(&b);
 			result = API_JOB_FAILED;

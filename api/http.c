@@ -28,6 +28,7 @@
 
 #include "api/http.h"
 #include "api/pushback.h"
+#include "api/redact.h"
 #include "api/redirect.h"
 #include "api/retry.h"
 #include "runner/backoff.h"
@@ -924,8 +925,9 @@ log_path(const char *url)
 
 		if (eq != NULL && eq < end) {
 			buf_append(&b, q, (size_t)(eq - q + 1));
-			if (strcasestr(q + 1, "token") != NULL &&
-			    strcasestr(q + 1, "token") < eq)
+			if (redact_name_is_secret(q + 1, (size_t)(eq - q - 1)) ||
+			    (strcasestr(q + 1, "token") != NULL &&
+			    strcasestr(q + 1, "token") < eq))
 				buf_puts(&b, "[MASKED]");
 			else
 				buf_append(&b, eq + 1, (size_t)(end - eq - 1));
@@ -950,26 +952,6 @@ append_pushback_headers(struct http_req *r, struct buf *b)
 			buf_printf(b, ", %s: %s", p, value);
 		p = value + strlen(value) + 1;
 	}
-}
-
-/* One line, printable: the first bytes of a response body. */
-static void
-append_excerpt(struct buf *b, const char *body, size_t len)
-{
-	size_t i, n = len < LOG_BODY_EXCERPT ? len : LOG_BODY_EXCERPT;
-
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)body[i];
-
-		if (c == '\n')
-			buf_puts(b, "\\n");
-		else if (c < 0x20 || c == 0x7f)
-			buf_printf(b, "\\x%02x", c);
-		else
-			buf_putc(b, (char)c);
-	}
-	if (len > n)
-		buf_printf(b, "... (%zu bytes)", len);
 }
 
 static const char *
@@ -1044,7 +1026,7 @@ log_failed_attempt(struct http_req *r)
 	append_pushback_headers(r, &b);
 	if (r->response.len > 0) {
 		buf_puts(&b, ", body: ");
-		append_excerpt(&b, r->response.ptr, r->response.len);
+		redact_excerpt(&b, r->response.ptr, r->response.len, LOG_BODY_EXCERPT);
 	}
 	log_warnx("%s", b.ptr);
 	buf_release(&b);

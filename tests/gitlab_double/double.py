@@ -55,7 +55,8 @@ JOIN_TIMEOUT = 2.0         # stop() waits at most this long per connection threa
 REQUEST_ID_RE = re.compile(r"^[0-9a-f]{32}$")
 SYSTEM_ID_RE = re.compile(r"^[sr]_[0-9a-zA-Z]{12}$")
 USER_AGENT_PREFIX = "runner "
-ACTIONS = (None, "drop", "drop_after_headers", "drop_after_handling", "drop_mid_body")
+ACTIONS = (None, "drop", "drop_after_headers", "drop_after_handling", "drop_mid_body",
+           "short_content_length", "bad_content_length", "echo_html")
 _ALNUM = string.ascii_letters + string.digits
 
 
@@ -198,7 +199,13 @@ class Rule:
     runs the endpoint (its side effects happen) and closes without
     answering, the lost-response case; "drop_mid_body" reads about half
     of the request body and closes (the rule is taken before the body is
-    read, so a predicate sees an empty body).
+    read, so a predicate sees an empty body); "short_content_length" sends
+    the answer's first `cut` body bytes with a Content-Length saying so, a
+    body the client takes as whole; "bad_content_length" sends the whole
+    body with a Content-Length of `cut`; both then close.  `cut` is a
+    number or a function of the body (default: half).  "echo_html" answers
+    `status` (502 without one) with an HTML error page that quotes the
+    request, its headers and its body, as some proxies do.
     """
     method: str = "*"
     path: str = r".*"
@@ -209,6 +216,7 @@ class Rule:
     action: Optional[str] = None
     delay: float = 0.0
     predicate: Optional[Callable] = None
+    cut: object = None
     used: int = 0
     until: Optional[float] = None             # storms: monotonic deadline instead of a count
 
@@ -234,6 +242,19 @@ class Response:
 def json_response(status, obj, headers=()):
     return Response(status, json.dumps(obj, separators=(",", ":")).encode(),
                     [("Content-Type", "application/json")] + list(headers))
+
+
+def _echo_page(req, status):
+    """An HTML error page quoting the request whole, as some proxies answer."""
+    import html
+
+    head = "".join(f"{k}: {v}\n" for k, v in req.headers.items())
+    text = f"{req.method} {req.path}{'?' + req.query if req.query else ''}\n{head}\n"
+    text += req.body.decode("utf-8", "replace")
+    page = (f"<html><head><title>{status} Error</title></head><body><h1>{status} Error</h1>"
+            f"<p>The upstream did not answer this request:</p><pre>{html.escape(text)}</pre>"
+            "</body></html>")
+    return Response(status, page.encode(), [("Content-Type", "text/html")])
 
 
 def message(status, text):
@@ -511,14 +532,14 @@ class GitLabDouble(JobsMixin, ArtifactsMixin, WorkhorseMixin):
     # -- scripting ------------------------------------------------------------
 
     def script(self, method="*", path=r".*", times=1, status=None, headers=None, body=None,
-               action=None, delay=0.0, predicate=None):
+               action=None, delay=0.0, predicate=None, cut=None):
         """Add a fault rule (see Rule); rules are tried in registration order."""
         if action not in ACTIONS:
             raise ValueError(f"unknown action {action!r}; one of {ACTIONS}")
         re.compile(path)
         rule = Rule(method=method, path=path, times=times, status=status,
                     headers=dict(headers or {}), body=body, action=action, delay=delay,
-                    predicate=predicate)
+                    predicate=predicate, cut=cut)
         with self._lock:
             self._rules.append(rule)
         return rule
@@ -1088,6 +1109,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             d._finish(req, None)
             return
+        if action == "echo_html":
+            self._write(req, _echo_page(req, rule.status or 502))
+            return
         front = None
         if rule is None or rule.status is None:
             front = d._workhorse_front(req)     # may hold the request (long polling)
@@ -1106,6 +1130,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 resp.body = b'{"message":"double: this body is cut short"}'
             self.close_connection = True
             self._write(req, resp, cut=len(resp.body) // 2)
+            return
+        if action in ("short_content_length", "bad_content_length"):
+            cut = rule.cut(resp.body) if callable(rule.cut) else rule.cut
+            cut = len(resp.body) // 2 if cut is None else max(0, min(int(cut), len(resp.body)))
+            self.close_connection = True
+            if action == "short_content_length":
+                resp.body = resp.body[:cut]
+                self._write(req, resp)
+            else:
+                self._write(req, resp, length=cut)
             return
         self._write(req, resp)
 
@@ -1176,8 +1210,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 gone.partial = bytes(out)
                 raise gone
 
-    def _write(self, req, resp, cut=None):
-        """Send resp; with cut, send only that many body bytes (then the caller closes)."""
+    def _write(self, req, resp, cut=None, length=None):
+        """Send resp; with cut, send only that many body bytes (then the caller closes).
+
+        length: the Content-Length to declare instead of the body's own.
+        """
         if not any(k.lower() == "x-request-id" for k, _ in resp.headers):
             resp.headers.append(self.double._request_id_header(req))
         resp.headers.extend(self.double._workhorse_headers(req))
@@ -1186,7 +1223,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         for k, v in resp.headers:
             self.send_header(k, str(v))
         if resp.status >= 200 and resp.status not in (204, 304):
-            self.send_header("Content-Length", str(len(resp.body)))
+            self.send_header("Content-Length", str(len(resp.body) if length is None else length))
         self.end_headers()
         if self.command != "HEAD" and resp.status not in (204, 304):
             self.wfile.write(resp.body if cut is None else resp.body[:cut])

@@ -7,6 +7,7 @@ here without the C binary.
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import ssl
@@ -425,6 +426,53 @@ def test_script_drop_after_headers_truncates_the_body(gitlab):
         r.read()
     assert 0 < len(e.value.partial) < length
     c.close()
+
+
+def _raw_verify(gitlab):
+    """POST /runners/verify on a socket of its own; returns (head, body) as received."""
+    body = json.dumps({"token": TOKEN})
+    s = socket.create_connection(("127.0.0.1", gitlab.port), timeout=5)
+    s.sendall((f"POST /api/v4/runners/verify HTTP/1.1\r\nHost: x\r\n"
+               f"X-Request-Id: {uuid.uuid4().hex}\r\nUser-Agent: runner t\r\n"
+               f"Runner-Token: {TOKEN}\r\nAccept: application/json\r\n"
+               f"Content-Type: application/json\r\nConnection: close\r\n"
+               f"Content-Length: {len(body)}\r\n\r\n"
+               f"{body}").encode())
+    data = b""
+    while chunk := s.recv(65536):
+        data += chunk
+    s.close()
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return head.decode(), rest
+
+
+def _content_length(head):
+    return int(re.search(r"(?im)^Content-Length: *(\d+)", head).group(1))
+
+
+def test_script_short_content_length_sends_a_cut_body_that_looks_whole(gitlab):
+    gitlab.add_runner(token=TOKEN, id=17)
+    gitlab.script(path="verify", action="short_content_length", cut=lambda body: 5)
+    head, body = _raw_verify(gitlab)
+    assert head.startswith("HTTP/1.1 200") and _content_length(head) == 5 and len(body) == 5
+
+
+def test_script_bad_content_length_sends_more_than_it_declares(gitlab):
+    gitlab.add_runner(token=TOKEN, id=17)
+    gitlab.script(path="verify", action="bad_content_length", cut=3)
+    head, body = _raw_verify(gitlab)
+    assert _content_length(head) == 3 and len(body) > 3
+    assert json.loads(body)["id"] == 17
+
+
+def test_script_echo_html_quotes_the_request(gitlab):
+    gitlab.add_runner(token=TOKEN, id=17)
+    gitlab.script(path="verify", action="echo_html")
+    head, body = _raw_verify(gitlab)
+    page = body.decode()
+    assert head.startswith("HTTP/1.1 502") and "Content-Type: text/html" in head
+    assert "POST /api/v4/runners/verify" in page and f"Runner-Token: {TOKEN}" in page
+    assert f"{{&quot;token&quot;: &quot;{TOKEN}&quot;}}" in page
 
 
 def test_script_drop_after_handling_runs_the_endpoint(gitlab):

@@ -13,7 +13,7 @@
 #
 # Targets that need Debian packages install the missing ones first
 # (packaging/install-deps.sh).  Sources are found by folder; the folders are
-# the architecture (see README.md and ../shared/docs/design.md).
+# the architecture (see README.md and docs/design.md).
 
 CC	?= cc
 PYTHON	:= /usr/bin/python3
@@ -40,7 +40,7 @@ A	:= build/asan
 
 # Everything but main.c goes into a library that the binary, the unit
 # tests and the tools link against.
-LIB_SRC		:= $(sort $(filter-out runner/main.c,$(wildcard runner/*.c api/*.c executors/*.c)))
+LIB_SRC		:= $(sort $(filter-out runner/main.c,$(wildcard lib/*.c api/*.c executors/*.c helpers/*.c runner/*.c)))
 UNIT_SRC	:= $(sort $(wildcard tests/unit/test_*.c))
 TOOL_SRC	:= $(sort $(wildcard tests/tools/*.c))
 
@@ -73,10 +73,10 @@ $(A)/obj/%.o: %.c | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -c $< -o $@
 
-# The revision changes with every commit; only version.o sees it.
-$(BUILD)/obj/runner/version.o $(A)/obj/runner/version.o: ALL_CFLAGS += \
+# The revision changes with every commit; only lib/version.o sees it.
+$(BUILD)/obj/lib/version.o $(A)/obj/lib/version.o: ALL_CFLAGS += \
 	-DRUNNER_VERSION='"$(VERSION)"' -DRUNNER_REVISION='"$(REVISION)"'
-$(BUILD)/obj/runner/version.o $(A)/obj/runner/version.o: $(BUILD)/REVISION
+$(BUILD)/obj/lib/version.o $(A)/obj/lib/version.o: $(BUILD)/REVISION
 $(BUILD)/REVISION: FORCE
 	@mkdir -p $(BUILD)
 	@echo '$(VERSION) $(REVISION)' | cmp -s - $@ || echo '$(VERSION) $(REVISION)' > $@
@@ -150,13 +150,15 @@ rootfs: deps
 image: rootfs
 	packaging/container/build-image.sh --offline
 
-# Module boundaries of design.md, checked: api/ and executors/ never include
-# runner/ internals (leaf utilities excepted) nor each other.
-LEAF_HEADERS := runner/buf.h|runner/xmalloc.h|runner/log.h|runner/clock.h|runner/rand.h|runner/backoff.h|runner/duration.h|runner/strv.h|runner/version.h|runner/metrics.h|runner/mkdirs.h|runner/fdio.h
+# The folders are the layers (docs/design.md): lib/ includes only lib/;
+# api/ includes lib/ and api/; executors/ includes lib/, executors/ and
+# api/http.h; helpers/ includes lib/, api/ and helpers/; only runner/
+# includes runner/.
 check-layering:
-	@bad=$$(grep -nE '#include "(runner|executors)/' api/*.[ch] 2>/dev/null | grep -vE '"($(LEAF_HEADERS))"'; \
-	       grep -nE '#include "(runner|api)/' executors/*.[ch] 2>/dev/null | grep -vE '"($(LEAF_HEADERS)|api/http.h)"'; \
-	       grep -nE '#include "(api|executors)/' $(subst |, ,$(LEAF_HEADERS)) $(patsubst %.h,%.c,$(subst |, ,$(LEAF_HEADERS))) 2>/dev/null); \
+	@bad=$$(grep -nE '#include "' lib/*.[ch] | grep -vE '#include "lib/'; \
+	       grep -nE '#include "' api/*.[ch] | grep -vE '#include "(lib|api)/'; \
+	       grep -nE '#include "' executors/*.[ch] | grep -vE '#include "(lib/|executors/|api/http\.h)'; \
+	       grep -nE '#include "' helpers/*.[ch] | grep -vE '#include "(lib|api|helpers)/'); \
 	if [ -n "$$bad" ]; then echo "layering violation:"; echo "$$bad"; exit 1; fi
 
 # The Debian package, built by dpkg-buildpackage in a staged copy of the
@@ -175,7 +177,7 @@ bench: deps $(BUILD)/runner tools
 	$(PYTHON) tests/bench/run.py $(B)
 
 FUZZ_SECONDS ?= 60
-FUZZ_SRC := runner/toml.c runner/toml_write.c runner/buf.c runner/xmalloc.c
+FUZZ_SRC := runner/toml.c runner/toml_write.c lib/buf.c lib/xmalloc.c
 fuzz: deps
 	@mkdir -p $(BUILD)/fuzz/corpus
 	clang $(CSTD) $(WARN) -I. -g -O1 -fsanitize=fuzzer,address,undefined \

@@ -25,7 +25,7 @@
 
 #include <uv.h>
 
-#include "runner/strv.h"
+#include "lib/strv.h"
 
 struct api;
 struct api_call;

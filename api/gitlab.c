@@ -21,11 +21,11 @@
 #include "api/http.h"
 #include "api/json.h"
 #include "api/redact.h"
-#include "runner/buf.h"
-#include "runner/clock.h"
-#include "runner/log.h"
-#include "runner/version.h"
-#include "runner/xmalloc.h"
+#include "lib/buf.h"
+#include "lib/clock.h"
+#include "lib/log.h"
+#include "lib/version.h"
+#include "lib/xmalloc.h"
 
 #define CALL_DEADLINE_MS	(5ULL * 60 * 1000)
 #define CALL_ATTEMPT_MS		(60ULL * 1000)

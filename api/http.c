@@ -31,13 +31,13 @@
 #include "api/redact.h"
 #include "api/redirect.h"
 #include "api/retry.h"
-#include "runner/backoff.h"
-#include "runner/buf.h"
-#include "runner/clock.h"
-#include "runner/log.h"
-#include "runner/metrics.h"
-#include "runner/rand.h"
-#include "runner/xmalloc.h"
+#include "lib/backoff.h"
+#include "lib/buf.h"
+#include "lib/clock.h"
+#include "lib/log.h"
+#include "lib/metrics.h"
+#include "lib/rand.h"
+#include "lib/xmalloc.h"
 
 #define DEFAULT_RETRY_SLOTS		8
 #define DEFAULT_BACKOFF_MIN_MS		100

@@ -31,7 +31,7 @@
 
 #include <uv.h>
 
-#include "runner/buf.h"
+#include "lib/buf.h"
 
 struct http;
 struct http_req;

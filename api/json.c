@@ -25,9 +25,9 @@
 #include <cJSON.h>
 
 #include "api/json.h"
-#include "runner/buf.h"
-#include "runner/strv.h"
-#include "runner/xmalloc.h"
+#include "lib/buf.h"
+#include "lib/strv.h"
+#include "lib/xmalloc.h"
 
 #define nitems(a)	(sizeof(a) / sizeof((a)[0]))
 

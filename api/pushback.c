@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "api/pushback.h"
-#include "runner/xmalloc.h"
+#include "lib/xmalloc.h"
 
 struct pushback_gate *
 pushback_gate(struct pushback_gate **list, const char *key, uint64_t now)

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <strings.h>
 #include "api/redact.h"
-#include "runner/xmalloc.h"
+#include "lib/xmalloc.h"
 
 const char *const redact_token_prefixes[] = {
 	"glpat-", "gloas-", "gldt-", "glrt-", "glcbt-", "glrtr-", "glptt-",

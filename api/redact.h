@@ -27,7 +27,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include "runner/buf.h"
+#include "lib/buf.h"
 
 /* NULL-terminated; the job log's masker uses the same list. */
 extern const char *const redact_token_prefixes[];

@@ -10,7 +10,7 @@
 #include <strings.h>
 
 #include "api/redirect.h"
-#include "runner/xmalloc.h"
+#include "lib/xmalloc.h"
 
 /* Every header a token travels in; Authorization though we never set one. */
 static const char *const token_headers[] = {

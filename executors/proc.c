@@ -26,9 +26,9 @@
 #include <unistd.h>
 
 #include "executors/proc.h"
-#include "runner/fdio.h"
-#include "runner/log.h"
-#include "runner/xmalloc.h"
+#include "lib/fdio.h"
+#include "lib/log.h"
+#include "lib/xmalloc.h"
 
 enum proc_state {
 	PROC_RUNNING,	/* the main process runs, an output pipe is open */

@@ -12,8 +12,8 @@
 
 #include "executors/executor.h"
 #include "executors/proc.h"
-#include "runner/log.h"
-#include "runner/xmalloc.h"
+#include "lib/log.h"
+#include "lib/xmalloc.h"
 
 struct exec {
 	struct proc	*proc;		/* NULL once on_done is being called */

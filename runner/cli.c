@@ -1,7 +1,6 @@
 /*
- * What every command does the same way: report a usage error in one line
- * followed by the command's usage, find config.toml, and drive a few
- * GitLab calls on a private loop.
+ * What the commands on config.toml do the same way: find and load it,
+ * choose entries, open a GitLab session with its settings.
  */
 #include <getopt.h>
 #include <signal.h>
@@ -11,27 +10,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/log.h"
+#include "lib/metrics.h"
+#include "lib/xmalloc.h"
 #include "runner/commands.h"
 #include "runner/config.h"
-#include "runner/log.h"
-#include "runner/metrics.h"
-#include "runner/xmalloc.h"
 
 bool cmd_log_level_given;
 bool cmd_log_format_given;
-
-int
-cmd_usage_error(const char *usage, const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("runner: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nusage: %s\n", usage);
-	return 2;
-}
 
 int
 cmd_load_config(struct config *cfg, const char *flag_value, int flags)
@@ -47,31 +33,6 @@ cmd_load_config(struct config *cfg, const char *flag_value, int flags)
 	return rc;
 }
 
-int
-cmd_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
-    const char *cmd, const char *usage)
-{
-	int ch = getopt_long(argc, argv, shortopts, longopts, NULL);
-
-	if (ch == ':') {
-		cmd_usage_error(usage, "%s: %s needs a value", cmd, argv[optind - 1]);
-		return CMD_BAD_FLAG;
-	}
-	if (ch == '?') {
-		cmd_usage_error(usage, "%s: unknown flag '%s'", cmd, argv[optind - 1]);
-		return CMD_BAD_FLAG;
-	}
-	return ch;
-}
-
-int
-cmd_no_arguments(int argc, char **argv, const char *cmd, const char *usage)
-{
-	if (optind < argc)
-		return cmd_usage_error(usage, "%s: unexpected argument '%s'", cmd, argv[optind]);
-	return 0;
-}
-
 char *
 cmd_config_path(const char *flag_value)
 {
@@ -80,59 +41,13 @@ cmd_config_path(const char *flag_value)
 	return config_default_path();
 }
 
-static void
-on_sigint(uv_signal_t *sig, int signum)
-{
-	struct cmd_session *s = sig->data;
-
-	(void)signum;
-	if (s->interrupted) {
-		fprintf(stderr, "runner: interrupted again, exiting now\n");
-		_exit(130);
-	}
-	s->interrupted = true;
-	log_warnx("interrupted: finishing what was started (press Ctrl-C again to quit at once)");
-}
-
 void
-cmd_session_open(struct cmd_session *s, const struct config *cfg)
+cmd_session_open(struct api_session *s, const struct config *cfg)
 {
-	struct api_config ac = { 0 };
-	/* The helper commands have no config.toml: no certs/ dir, no max age. */
-	char *dir = cfg != NULL ? config_dir(cfg) : NULL;
+	char *dir = config_dir(cfg);
 
-	memset(s, 0, sizeof(*s));
-	if (uv_loop_init(&s->loop) != 0)
-		fatalx("cannot create an event loop");
-	ac.loop = &s->loop;
-	ac.config_dir = dir;
-	ac.connection_max_age_ms = cfg != NULL ? (uint64_t)cfg->connection_max_age_ms : 0;
-	s->api = api_new(&ac);
+	api_session_open(s, dir, (uint64_t)cfg->connection_max_age_ms);
 	free(dir);
-	uv_signal_init(&s->loop, &s->sigint);
-	s->sigint.data = s;
-	uv_signal_start(&s->sigint, on_sigint, SIGINT);
-	/* The signal watcher alone must not keep cmd_session_wait() running. */
-	uv_unref((uv_handle_t *)&s->sigint);
-}
-
-void
-cmd_session_wait(struct cmd_session *s)
-{
-	while (s->pending > 0)
-		uv_run(&s->loop, UV_RUN_ONCE);
-}
-
-void
-cmd_session_close(struct cmd_session *s)
-{
-	api_close(s->api);
-	uv_close((uv_handle_t *)&s->sigint, NULL);
-	uv_run(&s->loop, UV_RUN_DEFAULT);
-	if (uv_loop_close(&s->loop) != 0)
-		log_warnx("event loop closed with handles still open");
-	/* The HTTP layer counted into the process's metrics: nothing serves them here. */
-	metrics_reset();
 }
 
 char *

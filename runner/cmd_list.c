@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "lib/log.h"
 #include "runner/commands.h"
 #include "runner/config.h"
-#include "runner/log.h"
 
 static const char usage[] = "runner list [-c FILE]";
 

@@ -23,14 +23,14 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "runner/buf.h"
-#include "runner/clock.h"
+#include "lib/buf.h"
+#include "lib/clock.h"
+#include "lib/log.h"
+#include "lib/xmalloc.h"
 #include "runner/commands.h"
 #include "runner/config.h"
 #include "runner/info.h"
-#include "runner/log.h"
 #include "runner/system_id.h"
-#include "runner/xmalloc.h"
 
 static const char usage[] =
     "runner register [-n] [-c FILE] --url URL (--token TOKEN | --registration-token TOKEN) "
@@ -292,7 +292,7 @@ ask(const char *question, const char *current, char **owned)
 }
 
 struct reg_state {
-	struct cmd_session	*session;
+	struct api_session	*session;
 	enum api_result		 result;
 	char			*message;
 	struct api_runner_token	 token;
@@ -319,7 +319,7 @@ on_token(enum api_result result, const struct api_answer *answer,
 static void
 on_unregistered(enum api_result result, const struct api_answer *answer, void *data)
 {
-	struct cmd_session *s = data;
+	struct api_session *s = data;
 
 	if (result == API_OK)
 		log_info("the runner registered by this command was deleted from GitLab again");
@@ -331,7 +331,7 @@ on_unregistered(enum api_result result, const struct api_answer *answer, void *d
 
 /* Undo a legacy registration: the runner exists in GitLab but nowhere else. */
 static void
-unregister_created(struct cmd_session *s, const char *url, const struct reg_opts *o,
+unregister_created(struct api_session *s, const char *url, const struct reg_opts *o,
     const char *token)
 {
 	struct api_creds creds = {
@@ -345,7 +345,7 @@ unregister_created(struct cmd_session *s, const char *url, const struct reg_opts
 	}
 	s->pending++;
 	api_unregister(s->api, &creds, on_unregistered, s);
-	cmd_session_wait(s);
+	api_session_wait(s);
 }
 
 static void
@@ -474,7 +474,7 @@ cmd_register(int argc, char **argv)
 {
 	struct reg_opts o;
 	struct config cfg;
-	struct cmd_session s;
+	struct api_session s;
 	struct reg_state st;
 	struct runner_info ri;
 	struct api_creds creds = { 0 };
@@ -588,7 +588,7 @@ cmd_register(int argc, char **argv)
 		params.info = &ri.info;
 		s.pending++;
 		api_register(s.api, &creds, &params, on_token, &st);
-		cmd_session_wait(&s);
+		api_session_wait(&s);
 		if (st.result == API_OK && (st.token.token == NULL || *st.token.token == '\0')) {
 			st.result = API_FAILED;
 			free(st.message);
@@ -602,7 +602,7 @@ cmd_register(int argc, char **argv)
 			    "verifying it (use -r to register with a registration token)");
 		s.pending++;
 		api_verify(s.api, &creds, &ri.info, system_id, on_token, &st);
-		cmd_session_wait(&s);
+		api_session_wait(&s);
 		if (st.result == API_OK && is_auth_token(token) && st.token.id == 0) {
 			st.result = API_FAILED;
 			free(st.message);
@@ -664,7 +664,7 @@ cmd_register(int argc, char **argv)
 
 out_session:
 	runner_info_release(&ri);
-	cmd_session_close(&s);
+	api_session_close(&s);
 out:
 	config_release(&cfg);
 out_nocfg:

@@ -15,17 +15,17 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "runner/clock.h"
+#include "lib/clock.h"
+#include "lib/log.h"
+#include "lib/xmalloc.h"
 #include "runner/commands.h"
 #include "runner/config.h"
-#include "runner/log.h"
-#include "runner/xmalloc.h"
 
 static const char usage[] =
     "runner reset-token [-c FILE] (-n NAME | -u URL -i ID | --all-runners) [--pat TOKEN]";
 
 struct reset_one {
-	struct cmd_session		*session;
+	struct api_session		*session;
 	const struct config		*cfg;
 	struct runner_config		*rc;
 	bool				 ok;
@@ -69,7 +69,7 @@ cmd_reset_token(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cmd_select sel = { 0 };
-	struct cmd_session s;
+	struct api_session s;
 	struct config cfg;
 	struct reset_one *rs;
 	struct api_creds creds;
@@ -162,7 +162,7 @@ cmd_reset_token(int argc, char **argv)
 		else
 			api_reset_token(s.api, &creds, on_reset, &rs[i]);
 	}
-	cmd_session_wait(&s);
+	api_session_wait(&s);
 	for (i = 0; i < cfg.n_runners; i++) {
 		if (!chosen[i] || rs[i].session == NULL)
 			continue;
@@ -179,7 +179,7 @@ cmd_reset_token(int argc, char **argv)
 		} else
 			log_info("Updated %s", cfg.path);
 	}
-	cmd_session_close(&s);
+	api_session_close(&s);
 out:
 	free(rs);
 	free(chosen);

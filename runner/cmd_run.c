@@ -28,17 +28,18 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "lib/log.h"
+#include "lib/metrics.h"
+#include "lib/version.h"
+#include "lib/xmalloc.h"
 #include "runner/commands.h"
 #include "runner/config.h"
 #include "runner/daemon.h"
 #include "runner/info.h"
 #include "runner/job.h"
-#include "runner/log.h"
-#include "runner/metrics.h"
+#include "runner/metrics_server.h"
 #include "runner/sd_notify.h"
 #include "runner/system_id.h"
-#include "runner/version.h"
-#include "runner/xmalloc.h"
 
 static const char usage[] =
     "runner run [-c FILE] [-d DIR] [-u USER] [--state-dir DIR]";

@@ -28,11 +28,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runner/buf.h"
+#include "lib/buf.h"
+#include "lib/fdio.h"
+#include "lib/log.h"
+#include "lib/xmalloc.h"
 #include "runner/commands.h"
-#include "runner/fdio.h"
-#include "runner/log.h"
-#include "runner/xmalloc.h"
 
 extern char **environ;
 

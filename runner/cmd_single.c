@@ -12,11 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/log.h"
+#include "lib/xmalloc.h"
 #include "runner/commands.h"
 #include "runner/config.h"
-#include "runner/log.h"
 #include "runner/toml.h"
-#include "runner/xmalloc.h"
 
 static const char usage[] =
     "runner run-single --url URL --token TOKEN [--executor shell] [--max-builds N] [OPTIONS]";

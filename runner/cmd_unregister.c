@@ -13,17 +13,17 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "lib/log.h"
+#include "lib/xmalloc.h"
 #include "runner/commands.h"
 #include "runner/config.h"
-#include "runner/log.h"
 #include "runner/system_id.h"
-#include "runner/xmalloc.h"
 
 static const char usage[] =
     "runner unregister [-c FILE] (-n NAME | [-u URL] -t TOKEN | --all-runners)";
 
 struct unreg_one {
-	struct cmd_session	*session;
+	struct api_session	*session;
 	char			*label;
 	bool			 ok;
 };
@@ -44,7 +44,7 @@ on_unregistered(enum api_result result, const struct api_answer *answer, void *d
 }
 
 static void
-start(struct cmd_session *s, const struct api_creds *creds, const char *system_id,
+start(struct api_session *s, const struct api_creds *creds, const char *system_id,
     struct unreg_one *u)
 {
 	s->pending++;
@@ -68,7 +68,7 @@ cmd_unregister(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cmd_select sel = { 0 };
-	struct cmd_session s;
+	struct api_session s;
 	struct config cfg;
 	struct unreg_one *us, flag_one = { 0 };
 	struct api_creds creds;
@@ -156,7 +156,7 @@ cmd_unregister(int argc, char **argv)
 		cmd_creds(&cfg.runners[i], &creds);
 		start(&s, &creds, system_id, &us[i]);
 	}
-	cmd_session_wait(&s);
+	api_session_wait(&s);
 	if (flag_one.label != NULL && !flag_one.ok)
 		rc = 1;
 	for (i = 0; i < cfg.n_runners; i++) {
@@ -176,7 +176,7 @@ cmd_unregister(int argc, char **argv)
 		} else
 			log_info("Updated %s", cfg.path);
 	}
-	cmd_session_close(&s);
+	api_session_close(&s);
 	free(system_id);
 	for (i = 0; i < cfg.n_runners; i++)
 		free(us[i].label);

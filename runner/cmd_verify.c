@@ -12,18 +12,18 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "lib/log.h"
+#include "lib/xmalloc.h"
 #include "runner/commands.h"
 #include "runner/config.h"
 #include "runner/info.h"
-#include "runner/log.h"
 #include "runner/system_id.h"
-#include "runner/xmalloc.h"
 
 static const char usage[] =
     "runner verify [-c FILE] [--delete] [-n NAME | -u URL -t TOKEN]";
 
 struct verify_one {
-	struct cmd_session	*session;
+	struct api_session	*session;
 	const struct config	*cfg;
 	const struct runner_config *rc;
 	struct runner_info	 info;
@@ -73,7 +73,7 @@ cmd_verify(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cmd_select sel = { .all = true };
-	struct cmd_session s;
+	struct api_session s;
 	struct config cfg;
 	struct verify_one *vs;
 	struct api_creds creds;
@@ -140,7 +140,7 @@ cmd_verify(int argc, char **argv)
 		s.pending++;
 		api_verify(s.api, &creds, &vs[i].info.info, system_id, on_verified, &vs[i]);
 	}
-	cmd_session_wait(&s);
+	api_session_wait(&s);
 	for (i = 0; i < cfg.n_runners; i++) {
 		if (!chosen[i] || vs[i].session == NULL)
 			continue;
@@ -162,7 +162,7 @@ cmd_verify(int argc, char **argv)
 			log_info("Updated %s: removed %zu runner%s GitLab no longer knows", cfg.path,
 			    removed, removed == 1 ? "" : "s");
 	}
-	cmd_session_close(&s);
+	api_session_close(&s);
 	free(system_id);
 out:
 	free(vs);

@@ -1,6 +1,7 @@
 /*
  * The commands `runner` offers, one function each, in one file each
- * (cmd_<name>.c).  main.c holds the table that maps names to them.
+ * (cmd_<name>.c; the helpers the job script calls are in helpers/).
+ * main.c holds the table that maps names to them.
  *
  * A command gets the arguments after its name (argv[0] is the command
  * name) and returns the process exit status.  Global options were already
@@ -14,6 +15,8 @@
 #include <uv.h>
 
 #include "api/api.h"
+#include "api/session.h"
+#include "lib/cli.h"
 #include "runner/config.h"
 
 int	cmd_run(int argc, char **argv);
@@ -25,12 +28,6 @@ int	cmd_unregister(int argc, char **argv);
 int	cmd_reset_token(int argc, char **argv);
 /* install, uninstall, start, stop, restart, status (argv[0] says which). */
 int	cmd_service(int argc, char **argv);
-/* The helpers the job script calls (cmd_artifacts.c, cmd_cache.c). */
-int	cmd_artifacts_uploader(int argc, char **argv);
-int	cmd_artifacts_downloader(int argc, char **argv);
-int	cmd_cache_archiver(int argc, char **argv);
-int	cmd_cache_extractor(int argc, char **argv);
-
 /*
  * The systemd unit `runner install` writes (cmd_service.c): the packaged
  * unit with the ExecStart flags, binary and config directory of these.
@@ -64,26 +61,6 @@ struct run_options {
 /* The daemon, after the config was loaded (cmd_run.c); takes cfg. */
 int	cmd_run_daemon(struct run_options *o, struct config *cfg);
 
-/*
- * Shared by the commands: print "runner <cmd>: <message>" and the command's
- * usage line on stderr, and return the exit status for a usage error (2).
- */
-int	cmd_usage_error(const char *usage, const char *fmt, ...)
-	    __attribute__((format(printf, 2, 3)));
-
-/*
- * getopt_long() for a command (call with optind = 1 and opterr = 0 first),
- * with every command's flag errors reported the same way: returns the
- * option, -1 after the last, or CMD_BAD_FLAG once a usage error (unknown
- * flag, missing value) was printed: return 2 then.
- */
-#define CMD_BAD_FLAG	(-2)
-struct option;
-int	cmd_getopt(int argc, char **argv, const char *shortopts,
-	    const struct option *longopts, const char *cmd, const char *usage);
-/* After the options: 0, or 2 after a usage error if arguments are left. */
-int	cmd_no_arguments(int argc, char **argv, const char *cmd, const char *usage);
-
 /* The config path: the -c/--config value if given, else the default. */
 char	*cmd_config_path(const char *flag_value);
 
@@ -94,24 +71,10 @@ char	*cmd_config_path(const char *flag_value);
 int	cmd_load_config(struct config *cfg, const char *flag_value, int flags);
 
 /*
- * A private loop and GitLab client for a command that makes a few calls
- * and waits for them: start calls with `pending` counted up, have their
- * callbacks count it down, and cmd_session_wait() runs the loop until it
- * is back at 0.  SIGINT sets `interrupted` (a second one exits at once),
- * so a command can finish what it started and clean up.
+ * A command's session (api/session.h) with the config's certs/ directory
+ * and connection_max_age.
  */
-struct cmd_session {
-	uv_loop_t	 loop;
-	struct api	*api;
-	uv_signal_t	 sigint;
-	int		 pending;
-	bool		 interrupted;
-};
-
-/* cfg may be NULL (the helper commands have no config.toml). */
-void	cmd_session_open(struct cmd_session *s, const struct config *cfg);
-void	cmd_session_wait(struct cmd_session *s);
-void	cmd_session_close(struct cmd_session *s);
+void	cmd_session_open(struct api_session *s, const struct config *cfg);
 
 /* "runner \"name\" (config.toml:12)", for messages about one entry. */
 char	*cmd_runner_label(const struct config *cfg, const struct runner_config *rc);
@@ -134,19 +97,6 @@ int	cmd_select_runners(const struct config *cfg, const struct cmd_select *sel,
 
 /* Remove the chosen entries from cfg->doc (the structs stay as they were). */
 void	cmd_remove_runners(struct config *cfg, const bool *remove);
-
-/*
- * For the helper commands (cmd_helpers.c).  They run inside a job, in the
- * project directory, with the job's variables in their environment.
- */
-struct strv;
-/* The files --path/--exclude/--untracked select, warnings logged; -1: logged. */
-int	helper_select(char *const *paths, char *const *excludes, bool untracked,
-	    struct strv *out);
-/* "12.3 MiB": bytes for a person. */
-void	helper_size(unsigned long long bytes, char *out, size_t size);
-/* Extract the zip at path into the working directory, bounded; -1: logged. */
-int	helper_extract(const char *path);
 
 /* api_creds of an entry (borrowed strings). */
 void	cmd_creds(const struct runner_config *rc, struct api_creds *creds);

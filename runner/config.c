@@ -22,13 +22,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runner/buf.h"
+#include "lib/buf.h"
+#include "lib/duration.h"
+#include "lib/fdio.h"
+#include "lib/log.h"
+#include "lib/mkdirs.h"
+#include "lib/xmalloc.h"
 #include "runner/config.h"
-#include "runner/duration.h"
-#include "runner/fdio.h"
-#include "runner/log.h"
-#include "runner/mkdirs.h"
-#include "runner/xmalloc.h"
 
 /* Larger than any real config by far; protects against reading a disk image. */
 #define CONFIG_MAX_SIZE	(16 * 1024 * 1024)

@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "runner/strv.h"
+#include "lib/strv.h"
 #include "runner/toml.h"
 
 struct config_pair {

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/version.h"
+#include "lib/xmalloc.h"
 #include "runner/info.h"
-#include "runner/version.h"
-#include "runner/xmalloc.h"
 
 /* What `run` does with a job today (see job.c and trace.c). */
 static void
@@ -27,11 +27,11 @@ job_features(struct api_features *f)
 	f->two_phase_job_commit = true;	/* PUT state=running after pickup */
 	f->masking = true;		/* masked variables are masked */
 	f->multi_build_steps = true;	/* every payload step runs */
-	f->artifacts = true;		/* upload_artifacts and dependencies (cmd_artifacts.c) */
+	f->artifacts = true;		/* upload_artifacts and dependencies (helpers/artifacts.c) */
 	f->upload_multiple_artifacts = true; /* one upload per artifacts entry */
 	f->upload_raw_artifacts = true;	/* reports in gzip and raw */
 	f->artifacts_exclude = true;	/* --exclude */
-	f->cache = true;		/* local caches (cmd_cache.c) */
+	f->cache = true;		/* local caches (helpers/cache.c) */
 	f->fallback_cache_keys = true;	/* fallback_keys, CACHE_FALLBACK_KEY */
 }
 

@@ -13,7 +13,7 @@
 #include <uv.h>
 
 #include "api/api.h"
-#include "runner/strv.h"
+#include "lib/strv.h"
 
 struct job;
 struct executor_ops;

@@ -14,11 +14,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runner/buf.h"
-#include "runner/fdio.h"
+#include "lib/buf.h"
+#include "lib/fdio.h"
+#include "lib/xmalloc.h"
 #include "runner/journal.h"
 #include "runner/toml.h"
-#include "runner/xmalloc.h"
 
 char *
 journal_dir(const char *state_dir, char **cause)

@@ -19,9 +19,10 @@
 #include <linux/close_range.h>
 #include <sys/syscall.h>
 
+#include "helpers/helpers.h"
+#include "lib/log.h"
+#include "lib/version.h"
 #include "runner/commands.h"
-#include "runner/log.h"
-#include "runner/version.h"
 
 struct command {
 	const char	*name;

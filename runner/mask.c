@@ -65,9 +65,9 @@
 #endif
 
 #include "api/redact.h"
-#include "runner/buf.h"
+#include "lib/buf.h"
+#include "lib/xmalloc.h"
 #include "runner/mask.h"
-#include "runner/xmalloc.h"
 
 #define MASK_TEXT	"[MASKED]"
 #define MASK_LEN	(sizeof(MASK_TEXT) - 1)

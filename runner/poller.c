@@ -14,17 +14,17 @@
 
 #include "api/api.h"
 #include "executors/executor.h"
-#include "runner/backoff.h"
-#include "runner/clock.h"
+#include "lib/backoff.h"
+#include "lib/clock.h"
+#include "lib/log.h"
+#include "lib/metrics.h"
+#include "lib/rand.h"
+#include "lib/xmalloc.h"
 #include "runner/commands.h"
 #include "runner/daemon.h"
 #include "runner/info.h"
 #include "runner/job.h"
-#include "runner/log.h"
-#include "runner/metrics.h"
-#include "runner/rand.h"
 #include "runner/vars.h"
-#include "runner/xmalloc.h"
 
 #define MAX_REQUESTS		64	/* request_concurrency beyond this is clamped */
 #define MAX_JOBS_PER_ENTRY	1024

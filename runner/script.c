@@ -35,10 +35,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner/buf.h"
+#include "lib/buf.h"
+#include "lib/xmalloc.h"
 #include "runner/script.h"
 #include "runner/script_int.h"
-#include "runner/xmalloc.h"
 
 #define ENV_FILE	"gitlab_runner_env"
 #define EXT_CONF	".gitlab-runner.ext.conf"

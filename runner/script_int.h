@@ -6,7 +6,7 @@
 #ifndef RUNNER_SCRIPT_INT_H
 #define RUNNER_SCRIPT_INT_H
 
-#include "runner/buf.h"
+#include "lib/buf.h"
 #include "runner/script.h"
 
 /* Fixed printf formats for the runner's own lines (protocol.md 6.5). */

@@ -18,10 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner/buf.h"
+#include "lib/buf.h"
+#include "lib/xmalloc.h"
 #include "runner/script.h"
 #include "runner/script_int.h"
-#include "runner/xmalloc.h"
 
 /* The upload deadlines gitlab-runner passes by default ([runners.artifact]). */
 #define UPLOAD_TIMEOUT			"1h0m0s"

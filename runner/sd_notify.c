@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runner/log.h"
+#include "lib/log.h"
 #include "runner/sd_notify.h"
 
 /* The watchdog is ours unless $WATCHDOG_PID names another process. */

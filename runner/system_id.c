@@ -13,11 +13,11 @@
 
 #include <openssl/evp.h>
 
-#include "runner/fdio.h"
-#include "runner/log.h"
-#include "runner/rand.h"
+#include "lib/fdio.h"
+#include "lib/log.h"
+#include "lib/rand.h"
+#include "lib/xmalloc.h"
 #include "runner/system_id.h"
-#include "runner/xmalloc.h"
 
 bool
 system_id_valid(const char *s)

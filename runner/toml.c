@@ -25,9 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner/buf.h"
+#include "lib/buf.h"
+#include "lib/xmalloc.h"
 #include "runner/toml.h"
-#include "runner/xmalloc.h"
 
 #define TOML_MAX_DEPTH	512	/* tables and arrays, root excluded */
 #define TOML_INDEX_MIN	8	/* a table with more keys gets a hash index */

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner/buf.h"
+#include "lib/buf.h"
 #include "runner/toml.h"
 
 /* A path of keys from the root to the table being written. */

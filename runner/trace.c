@@ -24,12 +24,12 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "runner/clock.h"
-#include "runner/log.h"
-#include "runner/metrics.h"
+#include "lib/clock.h"
+#include "lib/log.h"
+#include "lib/metrics.h"
+#include "lib/xmalloc.h"
 #include "runner/trace.h"
 #include "runner/trace_log.h"
-#include "runner/xmalloc.h"
 
 #define PATCH_MAX		(1024 * 1024)
 #define INTERVAL_CAP_MS		(15ULL * 60 * 1000)

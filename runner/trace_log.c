@@ -45,11 +45,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runner/buf.h"
-#include "runner/crc32.h"
+#include "lib/buf.h"
+#include "lib/crc32.h"
+#include "lib/xmalloc.h"
 #include "runner/mask.h"
 #include "runner/trace_log.h"
-#include "runner/xmalloc.h"
 
 #define TL_NSTREAMS	3
 /*

@@ -12,10 +12,10 @@
 
 #include <openssl/evp.h>
 
-#include "runner/buf.h"
+#include "lib/buf.h"
+#include "lib/xmalloc.h"
 #include "runner/transfers.h"
 #include "runner/vars.h"
-#include "runner/xmalloc.h"
 
 /* %2f, %2F -> '/', %2e, %2E -> '.', '\' -> '/', in one left-to-right pass. */
 static char *

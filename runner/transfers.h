@@ -13,8 +13,8 @@
 #include <stdint.h>
 
 #include "api/api.h"
+#include "lib/strv.h"
 #include "runner/script.h"
-#include "runner/strv.h"
 
 struct job_vars;
 

@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner/buf.h"
+#include "lib/buf.h"
+#include "lib/duration.h"
+#include "lib/xmalloc.h"
 #include "runner/config.h"
-#include "runner/duration.h"
 #include "runner/script.h"
 #include "runner/vars.h"
-#include "runner/xmalloc.h"
 
 /* A TLS file bigger than this is not a certificate chain. */
 #define TLS_FILE_MAX	(1024 * 1024)

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "api/api.h"
-#include "runner/strv.h"
+#include "lib/strv.h"
 
 struct runner_config;
 struct script_var;

@@ -1,7 +1,7 @@
 /*
  * xorshift64* for tests and benchmarks: a fixed seed, so a failure or a
  * figure repeats run after run.  Not for anything that must be unguessable
- * (runner/rand.h is).
+ * (lib/rand.h is).
  */
 #ifndef TESTS_SEEDED_RAND_H
 #define TESTS_SEEDED_RAND_H

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "runner/buf.h"
+#include "lib/buf.h"
 #include "runner/toml.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);

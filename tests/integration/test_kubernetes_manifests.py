@@ -121,8 +121,8 @@ def test_ports_probes_and_metrics_name_the_declared_port(docs):
     sm = one(docs, "ServiceMonitor")
     for ep in sm["spec"]["endpoints"]:
         assert ep["port"] in svc_ports and ep["path"] == "/metrics"
-    # The runner's health endpoints are these paths (runner/metrics.c serves them).
-    with open(os.path.join(ROOT, "runner", "metrics.c")) as f:
+    # The runner's health endpoints are these paths (runner/metrics_server.c serves them).
+    with open(os.path.join(ROOT, "runner", "metrics_server.c")) as f:
         src = f.read()
     for path in ("/health/live", "/health/ready", "/metrics"):
         assert f'"{path}"' in src

@@ -29,8 +29,8 @@
 #include <uv.h>
 
 #include "api/api.h"
-#include "runner/clock.h"
-#include "runner/xmalloc.h"
+#include "lib/clock.h"
+#include "lib/xmalloc.h"
 
 static struct api *api;
 static int pending;

@@ -24,9 +24,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "runner/buf.h"
+#include "lib/buf.h"
+#include "lib/xmalloc.h"
 #include "runner/mask.h"
-#include "runner/xmalloc.h"
 #include "tests/seeded_rand.h"
 
 #define TEXT_SIZE	(8u << 20)

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/xmalloc.h"
 #include "runner/toml.h"
-#include "runner/xmalloc.h"
 
 static void	json_value(FILE *, const struct toml_value *);
 

@@ -20,7 +20,7 @@
 
 #include <uv.h>
 
-#include "runner/clock.h"
+#include "lib/clock.h"
 
 #define BLOCK (64 * 1024)
 

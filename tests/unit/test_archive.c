@@ -31,9 +31,9 @@
 #include <archive.h>
 #include <archive_entry.h>
 
-#include "runner/archive.h"
-#include "runner/buf.h"
-#include "runner/xmalloc.h"
+#include "helpers/archive.h"
+#include "lib/buf.h"
+#include "lib/xmalloc.h"
 
 #define MTIME	1600000000
 

@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "runner/backoff.h"
-#include "runner/clock.h"
+#include "lib/backoff.h"
+#include "lib/clock.h"
 
 /* The delay must lie in [base / 2, base]. */
 static void

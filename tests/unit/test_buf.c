@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "runner/buf.h"
-#include "runner/xmalloc.h"
+#include "lib/buf.h"
+#include "lib/xmalloc.h"
 
 static void
 assert_invariant(const struct buf *b)

@@ -17,10 +17,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runner/buf.h"
+#include "lib/buf.h"
+#include "lib/log.h"
+#include "lib/xmalloc.h"
 #include "runner/config.h"
-#include "runner/log.h"
-#include "runner/xmalloc.h"
 
 struct fixture {
 	char	dir[64];

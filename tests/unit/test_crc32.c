@@ -12,7 +12,7 @@
 #include <cmocka.h>
 #include <zlib.h>
 
-#include "runner/crc32.h"
+#include "lib/crc32.h"
 #include "tests/seeded_rand.h"
 
 static uint32_t

@@ -1,11 +1,11 @@
-/* Go duration strings, both ways (runner/duration.c). */
+/* Go duration strings, both ways (lib/duration.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "runner/duration.h"
+#include "lib/duration.h"
 
 static int64_t
 parse_ok(const char *s)

@@ -32,9 +32,9 @@
 
 #include "executors/executor.h"
 #include "executors/proc.h"
-#include "runner/buf.h"
-#include "runner/clock.h"
-#include "runner/xmalloc.h"
+#include "lib/buf.h"
+#include "lib/clock.h"
+#include "lib/xmalloc.h"
 
 #define CAPTURE_MAX	(1024 * 1024)
 #define BIG_OUTPUT	(50 * 1024 * 1024)

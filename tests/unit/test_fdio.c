@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "runner/fdio.h"
+#include "lib/fdio.h"
 
 static int
 entries(const char *dir)

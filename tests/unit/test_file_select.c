@@ -23,9 +23,9 @@
 
 #include <cmocka.h>
 
-#include "runner/buf.h"
-#include "runner/file_select.h"
-#include "runner/xmalloc.h"
+#include "helpers/file_select.h"
+#include "lib/buf.h"
+#include "lib/xmalloc.h"
 
 static char	*root;		/* holds proj/, outside/ and repo/ */
 static char	*proj;

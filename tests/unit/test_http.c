@@ -20,10 +20,10 @@
 #include <uv.h>
 
 #include "api/http.h"
-#include "runner/buf.h"
-#include "runner/clock.h"
-#include "runner/log.h"
-#include "runner/xmalloc.h"
+#include "lib/buf.h"
+#include "lib/clock.h"
+#include "lib/log.h"
+#include "lib/xmalloc.h"
 
 #define MAX_SCRIPT	16
 #define MAX_SEEN	64

@@ -23,7 +23,7 @@
 
 #include "api/api.h"
 #include "api/json.h"
-#include "runner/xmalloc.h"
+#include "lib/xmalloc.h"
 
 /* protocol.md 4.6, verbatim. */
 static const char example_job[] =

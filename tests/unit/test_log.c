@@ -18,8 +18,8 @@
 
 #include <cmocka.h>
 
-#include "runner/clock.h"
-#include "runner/log.h"
+#include "lib/clock.h"
+#include "lib/log.h"
 
 static int	out_fd = -1;
 static char	out_text[65536];

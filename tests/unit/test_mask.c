@@ -20,9 +20,9 @@
 
 #include <cmocka.h>
 
-#include "runner/buf.h"
+#include "lib/buf.h"
+#include "lib/xmalloc.h"
 #include "runner/mask.h"
-#include "runner/xmalloc.h"
 #include "tests/seeded_rand.h"
 
 #define MASKED	"[MASKED]"

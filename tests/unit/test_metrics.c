@@ -1,5 +1,5 @@
 /*
- * The metrics registry and its HTTP listener (runner/metrics.c).
+ * The metrics registry and its HTTP listener (lib/metrics.c, runner/metrics_server.c).
  *
  * Rendering is checked as exact text, because Prometheus parses it and a
  * stray space or a second TYPE line breaks a scrape.  The listener is
@@ -35,10 +35,11 @@
 
 #include <uv.h>
 
-#include "runner/buf.h"
-#include "runner/clock.h"
-#include "runner/metrics.h"
-#include "runner/xmalloc.h"
+#include "lib/buf.h"
+#include "lib/clock.h"
+#include "lib/metrics.h"
+#include "lib/xmalloc.h"
+#include "runner/metrics_server.h"
 
 /* ------------------------------------------------------------- registry */
 

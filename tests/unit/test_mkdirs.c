@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "runner/mkdirs.h"
+#include "lib/mkdirs.h"
 
 static void
 test_mkdirs(void **state)

@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "runner/clock.h"
-#include "runner/rand.h"
+#include "lib/clock.h"
+#include "lib/rand.h"
 
 static void
 test_rand_hex_shape(void **state)

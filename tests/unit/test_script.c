@@ -25,9 +25,9 @@
 
 #include <cmocka.h>
 
-#include "runner/buf.h"
+#include "lib/buf.h"
+#include "lib/xmalloc.h"
 #include "runner/script.h"
-#include "runner/xmalloc.h"
 
 #define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
 #define GOLDEN_DIR	"tests/unit/golden"

@@ -17,9 +17,9 @@
 
 #include <cmocka.h>
 
-#include "runner/buf.h"
+#include "lib/buf.h"
+#include "lib/xmalloc.h"
 #include "runner/toml.h"
-#include "runner/xmalloc.h"
 
 /* A config.toml the way gitlab-runner writes it, plus the rarer syntax. */
 static const char config_text[] =

@@ -17,9 +17,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "runner/buf.h"
+#include "lib/buf.h"
+#include "lib/xmalloc.h"
 #include "runner/toml.h"
-#include "runner/xmalloc.h"
 
 static struct toml_value *
 parse_ok(const char *text)

@@ -22,7 +22,7 @@
 #include <cmocka.h>
 #include <zlib.h>
 
-#include "runner/buf.h"
+#include "lib/buf.h"
 #include "runner/mask.h"
 #include "runner/trace_log.h"
 

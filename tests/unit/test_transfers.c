@@ -9,9 +9,9 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "lib/xmalloc.h"
 #include "runner/transfers.h"
 #include "runner/vars.h"
-#include "runner/xmalloc.h"
 
 #define V(k, val)	{ .key = k, .value = val, .public_ = true }
 

@@ -10,10 +10,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "lib/xmalloc.h"
 #include "runner/config.h"
 #include "runner/script.h"
 #include "runner/vars.h"
-#include "runner/xmalloc.h"
 
 #define V(k, val)	{ .key = k, .value = val, .public_ = true }
 #define MIN_NS		(60LL * 1000000000)

@@ -1,0 +1,78 @@
+/*
+ * The daemon log: for operators, on stderr by default so that systemd's
+ * journal keeps it.  The job log (trace) is data sent to GitLab and never
+ * goes through here.
+ *
+ * Formats follow gitlab-runner's --log-format: "runner" (a level prefix such
+ * as "WARNING: ", coloured on a terminal), "text" (logfmt: time=... level=...
+ * msg=...) and "json" (one object per line).
+ *
+ * Secrets: a token is never passed to a log call as it is.  Callers print
+ * log_token(token, buf), the shortened form gitlab-runner prints.  As a
+ * second line of defence every value given to log_secret_add() is replaced
+ * by "[MASKED]" in every line before it is written.
+ *
+ * The log functions leave errno as they found it.  They are not
+ * thread-safe: the daemon is one thread, and so is every helper command.
+ */
+#ifndef LIB_LOG_H
+#define LIB_LOG_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+enum log_level {
+	LOG_LEVEL_DEBUG,
+	LOG_LEVEL_INFO,
+	LOG_LEVEL_WARN,
+	LOG_LEVEL_ERROR,
+	LOG_LEVEL_FATAL,
+	LOG_LEVEL_PANIC,
+};
+
+enum log_format {
+	LOG_FORMAT_RUNNER,
+	LOG_FORMAT_TEXT,
+	LOG_FORMAT_JSON,
+};
+
+/* Where lines go (default 2, stderr).  Colour only if fd is a terminal. */
+void	log_set_fd(int fd);
+void	log_set_level(enum log_level level);
+enum log_level log_get_level(void);
+void	log_set_format(enum log_format format);
+/* Names as gitlab-runner spells them ("warn" and "warning" both work). */
+int	log_level_parse(const char *name, enum log_level *level);
+int	log_format_parse(const char *name, enum log_format *format);
+const char *log_level_name(enum log_level level);
+
+void	log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void	log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* log_warn and fatal append ": strerror(errno)"; the x forms do not. */
+void	log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void	log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void	log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void	log_msg(enum log_level level, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
+void	log_vmsg(enum log_level level, const char *fmt, va_list ap)
+	    __attribute__((format(printf, 2, 0)));
+_Noreturn void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#define LOG_TOKEN_SIZE	16
+
+/*
+ * The shortened form of a token that may appear in logs and in the job
+ * environment (gitlab-runner's ShortenToken): known prefixes stripped
+ * (glrt-, glrt-t1_, t1_, glrtr-, glcbt-, GR + 7 hex digits), then at most
+ * 9 characters.  Writes into out and returns it; NULL gives "".
+ */
+const char *log_token(const char *token, char out[LOG_TOKEN_SIZE]);
+
+/* Register / forget a secret value to mask in every log line. */
+void	log_secret_add(const char *secret);
+void	log_secret_remove(const char *secret);
+void	log_secret_clear(void);
+
+#endif

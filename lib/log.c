@@ -463,15 +463,6 @@ log_emit(enum log_level level, const char *suffix, const char *fmt,
 }
 
 void
-log_vmsg(enum log_level level, const char *fmt, va_list ap)
-{
-	int	saved = errno;
-
-	log_emit(level, NULL, fmt, ap);
-	errno = saved;
-}
-
-void
 log_msg(enum log_level level, const char *fmt, ...)
 {
 	va_list	ap;

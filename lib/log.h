@@ -55,8 +55,6 @@ void	log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_msg(enum log_level level, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
-void	log_vmsg(enum log_level level, const char *fmt, va_list ap)
-	    __attribute__((format(printf, 2, 0)));
 _Noreturn void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -173,12 +173,6 @@ job_id(const struct job *job)
 	return job->payload->id;
 }
 
-bool
-job_reporting(const struct job *job)
-{
-	return job->state >= JOB_REPORTING;
-}
-
 const char *
 job_failure_reason(const struct strv *supported, const char *reason)
 {

@@ -93,8 +93,6 @@ void		 job_interrupt(struct job *job);
 void		 job_abandon(struct job *job);
 
 int64_t		 job_id(const struct job *job);
-/* Has the job's work ended (only its report is left to deliver)? */
-bool		 job_reporting(const struct job *job);
 
 /*
  * Finish the reports a crash left in the journal of state_dir: send the

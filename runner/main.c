@@ -5,9 +5,12 @@
  * then the command table, then the command.  Each command lives in its own
  * cmd_<name>.c; the table below is the list of what `runner` can do.
  *
- * Where to read next: README.md ("How the code is laid out"), then
- * runner/config.h (config.toml), runner/toml.h (the TOML parser), and the
- * leaf utilities (buf, log, xmalloc, clock, rand, backoff, duration).
+ * Where to read next: the daemon, which is what `runner run` is: its life
+ * top to bottom in runner/cmd_run.c, its map in runner/daemon.h (poller.c
+ * asks GitLab for jobs, job.c runs one, trace.c sends its log).  README.md
+ * ("How the code is laid out") names every folder: lib/ (leaf utilities),
+ * api/ (the GitLab client), executors/, helpers/ (the commands the job
+ * script calls) and runner/.
  */
 #include <fcntl.h>
 #include <getopt.h>

@@ -564,9 +564,3 @@ trace_close(struct trace *t)
 	if (cb != NULL)
 		cb(TRACE_FINAL_CANCELED, "", t->final_arg);
 }
-
-uint64_t
-trace_sent(const struct trace *t)
-{
-	return t->sent;
-}

@@ -73,7 +73,5 @@ void		 trace_finish(struct trace *t, const struct api_job_update *u,
 		    trace_final_cb *cb, void *arg);
 /* Stop everything (cb of trace_finish gets TRACE_FINAL_CANCELED); frees later. */
 void		 trace_close(struct trace *t);
-/* Bytes GitLab has acknowledged. */
-uint64_t	 trace_sent(const struct trace *t);
 
 #endif

@@ -56,16 +56,6 @@ cmd_runner_label(const struct config *cfg, const struct runner_config *rc)
 	return xasprintf("runner \"%s\" (%s:%d)", rc->name, cfg->path, rc->line);
 }
 
-void
-cmd_creds(const struct runner_config *rc, struct api_creds *creds)
-{
-	creds->url = rc->url;
-	creds->token = rc->token;
-	creds->tls_ca_file = rc->tls_ca_file;
-	creds->tls_cert_file = rc->tls_cert_file;
-	creds->tls_key_file = rc->tls_key_file;
-}
-
 int
 cmd_select_runners(const struct config *cfg, const struct cmd_select *sel, bool *chosen)
 {

@@ -147,7 +147,7 @@ cmd_reset_token(int argc, char **argv)
 		rs[i].session = &s;
 		rs[i].cfg = &cfg;
 		rs[i].rc = r;
-		cmd_creds(r, &creds);
+		runner_config_creds(r, &creds);
 		if (pat != NULL && r->id == 0) {
 			label = cmd_runner_label(&cfg, r);
 			log_error("%s has no id in the config, which --pat needs: "

@@ -153,7 +153,7 @@ cmd_unregister(int argc, char **argv)
 		if (!chosen[i])
 			continue;
 		us[i].label = cmd_runner_label(&cfg, &cfg.runners[i]);
-		cmd_creds(&cfg.runners[i], &creds);
+		runner_config_creds(&cfg.runners[i], &creds);
 		start(&s, &creds, system_id, &us[i]);
 	}
 	api_session_wait(&s);

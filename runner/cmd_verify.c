@@ -136,7 +136,7 @@ cmd_verify(int argc, char **argv)
 		vs[i].cfg = &cfg;
 		vs[i].rc = r;
 		runner_info_init(&vs[i].info, &cfg, r, false);
-		cmd_creds(r, &creds);
+		runner_config_creds(r, &creds);
 		s.pending++;
 		api_verify(s.api, &creds, &vs[i].info.info, system_id, on_verified, &vs[i]);
 	}

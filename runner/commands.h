@@ -98,7 +98,4 @@ int	cmd_select_runners(const struct config *cfg, const struct cmd_select *sel,
 /* Remove the chosen entries from cfg->doc (the structs stay as they were). */
 void	cmd_remove_runners(struct config *cfg, const bool *remove);
 
-/* api_creds of an entry (borrowed strings). */
-void	cmd_creds(const struct runner_config *rc, struct api_creds *creds);
-
 #endif

@@ -27,6 +27,7 @@
 #include "lib/fdio.h"
 #include "lib/log.h"
 #include "lib/mkdirs.h"
+#include "api/api.h"
 #include "lib/xmalloc.h"
 #include "runner/config.h"
 
@@ -630,6 +631,16 @@ config_feature_flag(const struct runner_config *rc, const char *name)
 		if (strcmp(flag_defaults[i].name, name) == 0)
 			return flag_defaults[i].value;
 	return false;
+}
+
+void
+runner_config_creds(const struct runner_config *rc, struct api_creds *creds)
+{
+	creds->url = rc->url;
+	creds->token = rc->token;
+	creds->tls_ca_file = rc->tls_ca_file;
+	creds->tls_cert_file = rc->tls_cert_file;
+	creds->tls_key_file = rc->tls_key_file;
 }
 
 static bool

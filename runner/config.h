@@ -26,6 +26,8 @@
 #include "lib/strv.h"
 #include "runner/toml.h"
 
+struct api_creds;
+
 struct config_pair {
 	char	*name;
 	char	*value;
@@ -193,6 +195,9 @@ bool	 config_shell_supported(const char *shell);
 
 /* A feature flag's value for this entry: its own setting, else the default. */
 bool	 config_feature_flag(const struct runner_config *rc, const char *name);
+
+/* How an entry reaches its GitLab, for api/ (strings borrowed from rc). */
+void	 runner_config_creds(const struct runner_config *rc, struct api_creds *creds);
 
 /*
  * Expand $NAME and ${NAME} from the environment, as Go's os.ExpandEnv

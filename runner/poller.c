@@ -20,7 +20,6 @@
 #include "lib/metrics.h"
 #include "lib/rand.h"
 #include "lib/xmalloc.h"
-#include "runner/commands.h"
 #include "runner/daemon.h"
 #include "runner/info.h"
 #include "runner/job.h"
@@ -91,7 +90,7 @@ take_settings(struct poller *p, struct runner_config *rc)
 	p->rc = rc;
 	runner_info_release(&p->info);
 	runner_info_init(&p->info, &p->d->cfg, rc, true);
-	cmd_creds(rc, &p->creds);
+	runner_config_creds(rc, &p->creds);
 }
 
 static void

@@ -16,6 +16,7 @@
 #include "lib/xmalloc.h"
 #include "runner/commands.h"
 #include "runner/config.h"
+#include "runner/daemon.h"
 #include "runner/toml.h"
 
 static const char usage[] =
@@ -134,7 +135,7 @@ cmd_run_single(int argc, char **argv)
 		config_release(&cfg);
 		return 1;
 	}
-	rc = cmd_run_daemon(&o, &cfg);
+	rc = daemon_run(&o, &cfg);
 	config_release(&cfg);
 	return rc;
 }

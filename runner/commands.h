@@ -49,18 +49,6 @@ char	*service_exec_quote(const char *word);
 extern bool	cmd_log_level_given;
 extern bool	cmd_log_format_given;
 
-/* What `run` and `run-single` hand to the daemon. */
-struct run_options {
-	const char	*user;		/* --user */
-	const char	*state_dir;	/* --state-dir, or NULL: next to config.toml */
-	unsigned	 max_builds;	/* run-single --max-builds; 0: no limit */
-	const char	*listen_address; /* --listen-address, or NULL: the config's */
-	bool		 watch_config;	/* reload when config.toml changes */
-};
-
-/* The daemon, after the config was loaded (cmd_run.c); takes cfg. */
-int	cmd_run_daemon(struct run_options *o, struct config *cfg);
-
 /* The config path: the -c/--config value if given, else the default. */
 char	*cmd_config_path(const char *flag_value);
 

@@ -1,7 +1,7 @@
 /*
  * The world of `runner run`: one loop, one GitLab client, the config, one
  * poller per [[runners]] entry, the jobs they started.  This header is
- * the map of the daemon; cmd_run.c drives it, poller.c asks GitLab for
+ * the map of the daemon; daemon.c drives it, poller.c asks GitLab for
  * jobs, job.c runs them.
  *
  * Slots: `concurrent` caps jobs across the process and a job request
@@ -81,7 +81,19 @@ void		 poller_set_next(struct poller *p, struct poller *next);
 /* The entry as identified across reloads: url + token. */
 bool		 poller_matches(const struct poller *p, const struct runner_config *rc);
 
-/* cmd_run.c: a job ended or a request returned; slots may be free. */
+/* daemon.c: a job ended or a request returned; slots may be free. */
 void		 daemon_slots_changed(struct daemon *d);
+
+/* What `run` and `run-single` hand to the daemon. */
+struct run_options {
+	const char	*user;		/* --user */
+	const char	*state_dir;	/* --state-dir, or NULL: next to config.toml */
+	unsigned	 max_builds;	/* run-single --max-builds; 0: no limit */
+	const char	*listen_address; /* --listen-address, or NULL: the config's */
+	bool		 watch_config;	/* reload when config.toml changes */
+};
+
+/* daemon.c: run on a loaded config (taken: cfg is left empty) until told to stop. */
+int		 daemon_run(const struct run_options *o, struct config *cfg);
 
 #endif

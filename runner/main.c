@@ -6,7 +6,7 @@
  * cmd_<name>.c; the table below is the list of what `runner` can do.
  *
  * Where to read next: the daemon, which is what `runner run` is: its life
- * top to bottom in runner/cmd_run.c, its map in runner/daemon.h (poller.c
+ * top to bottom in runner/daemon.c, its map in runner/daemon.h (poller.c
  * asks GitLab for jobs, job.c runs one, trace.c sends its log).  README.md
  * ("How the code is laid out") names every folder: lib/ (leaf utilities),
  * api/ (the GitLab client), executors/, helpers/ (the commands the job

@@ -1,16 +1,20 @@
 /*
  * The daemon that `runner run` and `runner run-single` start, once the
- * config is loaded.  Reads top to bottom as its life goes:
+ * config is loaded.  Its life is one state machine (enum daemon_state,
+ * daemon.h), and daemon_enter() below is the one place the state changes:
  *
- *   1. take the loaded config.toml (bad entries are skipped);
- *   2. create the loop, the GitLab client, the signal watchers;
- *   3. finish the reports a crash left in the journal;
- *   4. start one poller per entry, and run until told to stop;
- *   5. SIGQUIT drains (no new jobs, running ones finish), SIGTERM and
- *      SIGINT interrupt the jobs and still send their reports, a second
- *      one leaves at once (the journal keeps what was not sent), SIGHUP or
- *      a changed config.toml reloads without touching running jobs;
- *   6. close everything and check the loop closes clean.
+ *   starting    the loop, the GitLab client, the signal watchers;
+ *   recovering  the reports a crash left in the journal go first;
+ *   running     one poller per entry asks for jobs; SIGHUP or a changed
+ *               config.toml reloads without touching running jobs;
+ *   draining    SIGQUIT (or --max-builds reached): no new jobs, running
+ *               ones finish;
+ *   aborting    SIGTERM or SIGINT: jobs are interrupted and still send
+ *               their reports; a second one leaves at once (the journal
+ *               keeps what was not sent);
+ *   abandoning  shutdown_timeout passed: jobs are left to the journal;
+ *   closing     out of the loop: every handle is closed;
+ *   stopped     the loop closed clean (or says what it left open).
  *
  * Under systemd (Type=notify) it says how it is doing on $NOTIFY_SOCKET:
  * READY=1 when it starts to work, STATUS= as jobs come and go,
@@ -47,22 +51,61 @@
  * this long, polling starts and the rest are delivered alongside.
  */
 #define RECOVERY_WAIT_MS	60000
+/* Abandoned jobs kill their stages; one that outlives SIGKILL by this much is left. */
+#define ABANDON_WAIT_MS		5000
 
+/* The daemon and what only this file touches: d first, so a daemon is its run. */
 struct run {
 	struct daemon	 d;
 	uv_signal_t	 sig_quit, sig_term, sig_int, sig_hup;
 	uv_timer_t	 config_check;
-	uv_timer_t	 shutdown;
+	uv_timer_t	 shutdown;	/* shutdown_timeout, then ABANDON_WAIT_MS */
 	uv_timer_t	 recovery_wait;
+	uint64_t	 recovery_wait_ms;
 	struct metrics_server *metrics;
 	struct metrics_health health;
-	bool		 abandoning;	/* shutdown_timeout passed: jobs abandoned */
 	struct timespec	 config_mtime;
-	bool		 closed;
 	struct notifier	 notify;
 	uv_timer_t	 watchdog;
 	char		 status[96];	/* the last STATUS= sent */
 };
+
+static const char *const state_names[] = {
+	[DAEMON_STARTING] = "starting",
+	[DAEMON_RECOVERING] = "recovering",
+	[DAEMON_RUNNING] = "running",
+	[DAEMON_DRAINING] = "draining",
+	[DAEMON_ABORTING] = "aborting",
+	[DAEMON_ABANDONING] = "abandoning",
+	[DAEMON_CLOSING] = "closing",
+	[DAEMON_STOPPED] = "stopped",
+};
+_Static_assert(sizeof(state_names) / sizeof(state_names[0]) == DAEMON_STOPPED + 1,
+    "a name for every daemon state");
+
+/* What `systemctl status` shows before the job count. */
+static const char *const status_words[] = {
+	[DAEMON_STARTING] = "starting: ",
+	[DAEMON_RECOVERING] = "delivering the last run's reports; ",
+	[DAEMON_RUNNING] = "",
+	[DAEMON_DRAINING] = "draining: ",
+	[DAEMON_ABORTING] = "stopping: ",
+	[DAEMON_ABANDONING] = "stopping: ",
+	[DAEMON_CLOSING] = "stopped: ",
+	[DAEMON_STOPPED] = "stopped: ",
+};
+_Static_assert(sizeof(status_words) / sizeof(status_words[0]) == DAEMON_STOPPED + 1,
+    "a STATUS= for every daemon state");
+
+static void	on_recovered(void *);
+static void	on_recovery_wait(uv_timer_t *);
+static void	on_shutdown_timeout(uv_timer_t *);
+
+static struct run *
+run_of(struct daemon *d)
+{
+	return (struct run *)d;
+}
 
 static uint64_t
 env_ms(const char *name)
@@ -125,6 +168,8 @@ say_config_warnings(const struct config *cfg)
 		    n, n);
 }
 
+/* ---- pollers ---- */
+
 static void
 start_pollers(struct daemon *d)
 {
@@ -171,8 +216,6 @@ stop_pollers(struct daemon *d)
 		poller_stop(p);
 }
 
-static void	finish(struct run *);
-
 /* ---- what systemd hears ---- */
 
 /* STATUS= when it changes: what `systemctl status` shows under the unit. */
@@ -180,20 +223,12 @@ static void
 say_status(struct run *r)
 {
 	const struct daemon *d = &r->d;
-	const char *what = "";
 	char line[sizeof(r->status)];
 
 	if (!notify_enabled(&r->notify))
 		return;
-	switch (d->state) {
-	case DAEMON_RECOVERING:	what = "delivering the last run's reports; "; break;
-	case DAEMON_DRAINING:	what = "draining: "; break;
-	case DAEMON_ABORTING:	what = "stopping: "; break;
-	case DAEMON_STOPPED:	what = "stopped: "; break;
-	case DAEMON_RUNNING:	break;
-	}
-	snprintf(line, sizeof(line), "STATUS=%s%u job%s running", what, d->jobs_running,
-	    d->jobs_running == 1 ? "" : "s");
+	snprintf(line, sizeof(line), "STATUS=%s%u job%s running", status_words[d->state],
+	    d->jobs_running, d->jobs_running == 1 ? "" : "s");
 	if (strcmp(line, r->status) == 0)
 		return;
 	memcpy(r->status, line, sizeof(line));
@@ -216,34 +251,120 @@ on_watchdog(uv_timer_t *t)
 	notify_send(&r->notify, "WATCHDOG=1");
 }
 
-void
-daemon_slots_changed(struct daemon *d)
+/* ---- the state machine ---- */
+
+/* RECOVERING's work: send what the journal holds, for recovery_wait_ms at most. */
+static void
+start_recovery(struct run *r)
 {
-	struct run *r = (struct run *)d;
+	struct daemon *d = &r->d;
+	struct job_env env = { .loop = d->loop, .api = d->api };
+
+	uv_timer_start(&r->recovery_wait, on_recovery_wait, r->recovery_wait_ms, 0);
+	/* With nothing to send, on_recovered() enters RUNNING from in here. */
+	job_recover(&env, d->state_dir, &d->recovery_info.info, on_recovered, r);
+}
+
+/*
+ * The one place the state changes, forward only, with each state's entry
+ * actions.  An action may end the stop at once (stopping the pollers
+ * cancels the last request, an abandoned job ends on the spot): CLOSING
+ * is then entered from inside.  So the state is set before the actions,
+ * and the actions that may lead there come last.
+ */
+static void
+daemon_enter(struct daemon *d, enum daemon_state to)
+{
+	struct run *r = run_of(d);
+	struct poller *p;
+
+	if (to <= d->state) {
+		log_error("daemon: %s -> %s goes backwards; staying %s", state_names[d->state],
+		    state_names[to], state_names[d->state]);
+		return;
+	}
+	log_debug("daemon: %s -> %s", state_names[d->state], state_names[to]);
+	d->state = to;
+	switch (to) {
+	case DAEMON_STARTING:
+		break;
+	case DAEMON_RECOVERING:
+		start_recovery(r);
+		break;
+	case DAEMON_RUNNING:
+		start_pollers(d);
+		break;
+	case DAEMON_DRAINING:
+		say_stopping(r);
+		stop_pollers(d);
+		break;
+	case DAEMON_ABORTING:
+		say_stopping(r);
+		uv_timer_start(&r->shutdown, on_shutdown_timeout,
+		    (uint64_t)d->cfg.shutdown_timeout * 1000, 0);
+		stop_pollers(d);
+		for (p = d->pollers; p != NULL; p = poller_next(p))
+			poller_interrupt_jobs(p);
+		break;
+	case DAEMON_ABANDONING:
+		d->exit_code = 1;
+		uv_timer_start(&r->shutdown, on_shutdown_timeout, ABANDON_WAIT_MS, 0);
+		/* Jobs end first, so that nothing they hold outlives the GitLab client. */
+		for (p = d->pollers; p != NULL; p = poller_next(p))
+			poller_abandon_jobs(p);
+		break;
+	case DAEMON_CLOSING:
+		/*
+		 * daemon_run() closes the handles once uv_run() returns: not
+		 * here, inside a callback of one of them.
+		 */
+		uv_stop(d->loop);
+		break;
+	case DAEMON_STOPPED:
+		break;
+	}
+}
+
+/* Shutting down: nothing new starts, and the loop is left once nothing runs. */
+static bool
+is_stopping(const struct daemon *d)
+{
+	return d->state == DAEMON_DRAINING || d->state == DAEMON_ABORTING ||
+	    d->state == DAEMON_ABANDONING;
+}
+
+/* Given to the pollers: a job ended or a request returned; slots may be free. */
+static void
+on_slots_changed(void *arg)
+{
+	struct run *r = arg;
+	struct daemon *d = &r->d;
 	struct poller *p;
 
 	if (d->state == DAEMON_RUNNING)
 		for (p = d->pollers; p != NULL; p = poller_next(p))
 			poller_kick(p);
-	if (r->closed)
+	if (d->state >= DAEMON_CLOSING)
 		return;
 	reap_pollers(d);
 	if (d->max_builds > 0 && d->builds_started >= d->max_builds && d->state == DAEMON_RUNNING &&
 	    d->requests_in_flight == 0) {
 		log_info("%u job%s run, as --max-builds asked: stopping", d->builds_started,
 		    d->builds_started == 1 ? "" : "s");
-		d->state = DAEMON_DRAINING;
-		stop_pollers(d);
-		say_stopping(r);
+		daemon_enter(d, DAEMON_DRAINING);
 	}
 	say_status(r);
-	if ((d->state == DAEMON_DRAINING || d->state == DAEMON_ABORTING) &&
-	    d->jobs_running == 0 && d->requests_in_flight == 0)
-		finish(r);
+	if (is_stopping(d) && d->jobs_running == 0 && d->requests_in_flight == 0)
+		daemon_enter(d, DAEMON_CLOSING);
 }
 
-/* ---- reload ---- */
+/* ---- reload: an action of RUNNING, not a state ---- */
 
+/*
+ * A new config.toml (SIGHUP, or the file changed).  Any state takes its
+ * settings; only RUNNING acts on its entries: RECOVERING starts its
+ * pollers from it later, and the states after stay stopped.
+ */
 static void
 reload(struct run *r, const char *why)
 {
@@ -300,7 +421,7 @@ reload(struct run *r, const char *why)
 	config_release(&old);
 	for (i = 0; i < d->cfg.n_runners; i++)
 		log_secret_add(d->cfg.runners[i].token);
-	daemon_slots_changed(d);
+	on_slots_changed(r);
 }
 
 static bool
@@ -326,45 +447,55 @@ on_config_check(uv_timer_t *t)
 		reload(r, "the file changed");
 }
 
-/* ---- signals ---- */
+/* ---- the events that move it ---- */
+
+static void
+on_recovered(void *arg)
+{
+	struct run *r = arg;
+
+	uv_timer_stop(&r->recovery_wait);
+	if (r->d.state != DAEMON_RECOVERING) {
+		on_slots_changed(r);
+		return;
+	}
+	daemon_enter(&r->d, DAEMON_RUNNING);
+}
+
+static void
+on_recovery_wait(uv_timer_t *t)
+{
+	struct run *r = t->data;
+
+	if (r->d.state != DAEMON_RECOVERING)
+		return;
+	log_warnx("reports left by the last run are still being delivered; asking for new "
+	    "jobs meanwhile");
+	daemon_enter(&r->d, DAEMON_RUNNING);
+}
 
 static void
 on_shutdown_timeout(uv_timer_t *t)
 {
 	struct run *r = t->data;
-	struct poller *p;
+	struct daemon *d = &r->d;
 
-	if (r->abandoning) {
+	switch (d->state) {
+	case DAEMON_ABORTING:
+		log_error("shutdown_timeout: %u job%s not done; their reports stay in the journal "
+		    "under %s and are sent at the next start", d->jobs_running,
+		    d->jobs_running == 1 ? " is" : "s are", d->state_dir);
+		daemon_enter(d, DAEMON_ABANDONING);
+		on_slots_changed(r);
+		break;
+	case DAEMON_ABANDONING:
 		/* A stage outlived SIGKILL (a process in the kernel's hands): leave. */
 		log_error("jobs did not stop after SIGKILL; leaving them");
-		finish(r);
-		return;
+		daemon_enter(d, DAEMON_CLOSING);
+		break;
+	default:
+		break;
 	}
-	log_error("shutdown_timeout: %u job%s not done; their reports stay in the journal "
-	    "under %s and are sent at the next start", r->d.jobs_running,
-	    r->d.jobs_running == 1 ? " is" : "s are", r->d.state_dir);
-	r->d.exit_code = 1;
-	r->abandoning = true;
-	/* Jobs end first, so that nothing they hold outlives the GitLab client. */
-	for (p = r->d.pollers; p != NULL; p = poller_next(p))
-		poller_abandon_jobs(p);
-	uv_timer_start(&r->shutdown, on_shutdown_timeout, 5000, 0);
-	daemon_slots_changed(&r->d);
-}
-
-static void
-abort_jobs(struct run *r)
-{
-	struct daemon *d = &r->d;
-	struct poller *p;
-
-	d->state = DAEMON_ABORTING;
-	stop_pollers(d);
-	for (p = d->pollers; p != NULL; p = poller_next(p))
-		poller_interrupt_jobs(p);
-	uv_timer_start(&r->shutdown, on_shutdown_timeout,
-	    (uint64_t)d->cfg.shutdown_timeout * 1000, 0);
-	daemon_slots_changed(d);
 }
 
 static void
@@ -388,13 +519,13 @@ on_signal(uv_signal_t *sig, int signum)
 			return;
 		log_info("SIGQUIT: no new jobs; waiting for %u running job%s to finish",
 		    d->jobs_running, d->jobs_running == 1 ? "" : "s");
-		d->state = DAEMON_DRAINING;
-		stop_pollers(d);
-		say_stopping(r);
-		daemon_slots_changed(d);
+		daemon_enter(d, DAEMON_DRAINING);
+		on_slots_changed(r);
 		return;
 	default:
-		if (d->state == DAEMON_ABORTING) {
+		if (d->state >= DAEMON_CLOSING)
+			return;		/* came in the turn that left the loop */
+		if (d->state == DAEMON_ABORTING || d->state == DAEMON_ABANDONING) {
 			log_warnx("%s again: leaving now; unsent reports stay in the journal under %s",
 			    strsignal(signum), d->state_dir);
 			_exit(1);
@@ -402,51 +533,15 @@ on_signal(uv_signal_t *sig, int signum)
 		log_info("%s: stopping the %u running job%s and sending their reports "
 		    "(again to leave at once)", strsignal(signum), d->jobs_running,
 		    d->jobs_running == 1 ? "" : "s");
-		abort_jobs(r);
-		say_stopping(r);
+		daemon_enter(d, DAEMON_ABORTING);
+		on_slots_changed(r);
 		return;
 	}
 }
 
-/* ---- life ---- */
+/* ---- start and end ---- */
 
-static void
-on_recovered(void *arg)
-{
-	struct run *r = arg;
-
-	uv_timer_stop(&r->recovery_wait);
-	if (r->d.state != DAEMON_RECOVERING) {
-		daemon_slots_changed(&r->d);
-		return;
-	}
-	r->d.state = DAEMON_RUNNING;
-	start_pollers(&r->d);
-}
-
-static void
-on_recovery_wait(uv_timer_t *t)
-{
-	struct run *r = t->data;
-
-	if (r->d.state != DAEMON_RECOVERING)
-		return;
-	log_warnx("reports left by the last run are still being delivered; asking for new "
-	    "jobs meanwhile");
-	r->d.state = DAEMON_RUNNING;
-	start_pollers(&r->d);
-}
-
-static void
-finish(struct run *r)
-{
-	if (r->closed)
-		return;
-	r->closed = true;
-	r->d.state = DAEMON_STOPPED;
-	uv_stop(r->d.loop);
-}
-
+/* CLOSING's work, once uv_run() has returned. */
 static void
 close_all(struct run *r)
 {
@@ -536,7 +631,6 @@ daemon_run(const struct run_options *o, struct config *cfg)
 	struct run *r = xcalloc(1, sizeof(*r));
 	struct daemon *d = &r->d;
 	struct api_config ac = { 0 };
-	struct job_env env;
 	uv_loop_t loop;
 	char *dir, cwd[PATH_MAX];
 	struct stat st;
@@ -561,6 +655,8 @@ daemon_run(const struct run_options *o, struct config *cfg)
 	d->final_backoff_ms = env_ms("RUNNER_FINAL_BACKOFF_MS");
 	d->kill_grace_ms = env_ms("RUNNER_KILL_GRACE_MS");
 	d->max_builds = o->max_builds;
+	d->slots_changed = on_slots_changed;
+	d->slots_changed_arg = r;
 	if (stat(d->config_path, &st) == 0)
 		r->config_mtime = st.st_mtim;
 	apply_log_settings(&d->cfg);
@@ -589,21 +685,14 @@ daemon_run(const struct run_options *o, struct config *cfg)
 	start_metrics(r, o->listen_address);
 	uv_timer_init(d->loop, &r->recovery_wait);
 	r->recovery_wait.data = r;
-	{
-		uint64_t wait = env_ms("RUNNER_RECOVERY_WAIT_MS");
-
-		uv_timer_start(&r->recovery_wait, on_recovery_wait,
-		    wait ? wait : RECOVERY_WAIT_MS, 0);
-	}
+	r->recovery_wait_ms = env_ms("RUNNER_RECOVERY_WAIT_MS");
+	if (r->recovery_wait_ms == 0)
+		r->recovery_wait_ms = RECOVERY_WAIT_MS;
 
 	log_info("runner %s starting: %zu runner%s in %s, concurrent %" PRId64 ", state in %s",
 	    version_number(), d->cfg.n_runners, d->cfg.n_runners == 1 ? "" : "s", d->config_path,
 	    d->cfg.concurrent, d->state_dir);
-	d->state = DAEMON_RECOVERING;
-	env.loop = d->loop;
-	env.api = d->api;
-	env.executor = NULL;
-	job_recover(&env, d->state_dir, &d->recovery_info.info, on_recovered, r);
+	daemon_enter(d, DAEMON_RECOVERING);
 
 	/*
 	 * Ready: the config is loaded, the listener is up and the loop is about
@@ -620,11 +709,13 @@ daemon_run(const struct run_options *o, struct config *cfg)
 	notify_send(&r->notify, "READY=1");
 	say_status(r);
 
+	/* Until CLOSING stops it: the signal watchers keep the loop alive till then. */
 	uv_run(d->loop, UV_RUN_DEFAULT);
 	close_all(r);
 	uv_run(d->loop, UV_RUN_DEFAULT);
 	if ((rc = uv_loop_close(d->loop)) != 0)
 		log_warnx("event loop closed with handles still open (%s)", uv_strerror(rc));
+	daemon_enter(d, DAEMON_STOPPED);
 
 	rc = d->exit_code;
 	runner_info_release(&d->recovery_info);

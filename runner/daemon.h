@@ -26,13 +26,20 @@
 struct job;
 struct poller;
 
-/* How the daemon is doing; one way only, from top to bottom. */
+/*
+ * How the daemon is doing: one way only, from top to bottom.  daemon.c's
+ * daemon_enter() is the one place it changes, and runs what each state
+ * starts with.
+ */
 enum daemon_state {
+	DAEMON_STARTING,	/* loop, GitLab client, signal watchers being set up */
 	DAEMON_RECOVERING,	/* finishing reports a crash left; no polling yet */
-	DAEMON_RUNNING,		/* polling and running jobs */
-	DAEMON_DRAINING,	/* SIGQUIT: no new jobs; running ones finish */
+	DAEMON_RUNNING,		/* polling and running jobs; reloads come here */
+	DAEMON_DRAINING,	/* SIGQUIT or --max-builds: no new jobs; running ones finish */
 	DAEMON_ABORTING,	/* SIGTERM/SIGINT: jobs interrupted, reports sent */
-	DAEMON_STOPPED,		/* everything closed or given up: leave the loop */
+	DAEMON_ABANDONING,	/* shutdown_timeout passed: jobs left to the journal */
+	DAEMON_CLOSING,		/* out of the loop: every handle being closed */
+	DAEMON_STOPPED,		/* the loop is closed */
 };
 
 struct daemon {
@@ -51,6 +58,9 @@ struct daemon {
 	unsigned		 jobs_running;
 	unsigned		 requests_in_flight;
 	int			 exit_code;
+	/* A job ended or a request returned: what the pollers call, slots may be free. */
+	void			(*slots_changed)(void *arg);
+	void			*slots_changed_arg;
 	/* Test knobs from the environment (0: defaults). */
 	uint64_t		 trace_interval_ms;
 	uint64_t		 keepalive_ms;
@@ -80,9 +90,6 @@ struct poller	*poller_next(struct poller *p);
 void		 poller_set_next(struct poller *p, struct poller *next);
 /* The entry as identified across reloads: url + token. */
 bool		 poller_matches(const struct poller *p, const struct runner_config *rc);
-
-/* daemon.c: a job ended or a request returned; slots may be free. */
-void		 daemon_slots_changed(struct daemon *d);
 
 /* What `run` and `run-single` hand to the daemon. */
 struct run_options {

@@ -66,6 +66,13 @@ struct poller {
 
 static void	poll_now(struct poller *);
 
+/* Up to the daemon, through what it gave: it kicks the pollers, reaps, may stop. */
+static void
+slots_changed(struct daemon *d)
+{
+	d->slots_changed(d->slots_changed_arg);
+}
+
 struct poller *
 poller_next(struct poller *p)
 {
@@ -246,7 +253,7 @@ on_job_done(struct job *job, void *arg)
 	p->jobs--;
 	p->d->jobs_running--;
 	metrics_gauge_add("runner_jobs_running", "", -1);
-	daemon_slots_changed(p->d);
+	slots_changed(p->d);
 }
 
 static void
@@ -336,8 +343,15 @@ on_requested(enum api_request_result result, const struct api_answer *answer,
 	free(arg);
 	for (unsigned i = 0; i < MAX_REQUESTS; i++)
 		if (p->calls[i] == self && result != API_JOB_CANCELED) {
-			static const char *const names[] = { "received", "none", "forbidden",
-			    "unavailable", "failed", "client_error", "canceled" };
+			static const char *const names[] = {
+				[API_JOB_RECEIVED] = "received",
+				[API_JOB_NONE] = "none",
+				[API_JOB_FORBIDDEN] = "forbidden",
+				[API_JOB_UNAVAILABLE] = "unavailable",
+				[API_JOB_FAILED] = "failed",
+				[API_JOB_CLIENT_ERROR] = "client_error",
+				[API_JOB_CANCELED] = "canceled",
+			};
 			char labels[48];
 
 			took = clock_mono_ms() - p->sent_at[i];
@@ -359,7 +373,7 @@ on_requested(enum api_request_result result, const struct api_answer *answer,
 			    "will time out in GitLab", job->id);
 			log_secret_remove(job->token);	/* added on receipt, in api/gitlab.c */
 			api_job_free(job);
-			daemon_slots_changed(d);
+			slots_changed(d);
 			return;
 		}
 		start_job(p, job);
@@ -400,13 +414,13 @@ on_requested(enum api_request_result result, const struct api_answer *answer,
 		delay = backoff_next(&p->backoff, rand_u32());
 		break;
 	case API_JOB_CANCELED:
-		daemon_slots_changed(d);
+		slots_changed(d);
 		return;
 	}
 	if (p->unhealthy_until > clock_mono_ms())
 		delay = p->unhealthy_until - clock_mono_ms();
 	schedule(p, delay);
-	daemon_slots_changed(d);
+	slots_changed(d);
 }
 
 static void

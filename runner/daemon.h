@@ -58,7 +58,10 @@ struct daemon {
 	unsigned		 jobs_running;
 	unsigned		 requests_in_flight;
 	int			 exit_code;
-	/* A job ended or a request returned: what the pollers call, slots may be free. */
+	/*
+	 * The pollers call this when a job ended or a request returned (slots
+	 * may be free); daemon_run() sets it, so poller.c names nothing above it.
+	 */
 	void			(*slots_changed)(void *arg);
 	void			*slots_changed_arg;
 	/* Test knobs from the environment (0: defaults). */

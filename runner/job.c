@@ -10,7 +10,8 @@
  * CI_JOB_STATUS=canceled) or RUNNER_SCRIPT_TIMEOUT, but not after the job
  * timeout, an abort or a forced shutdown (9.4, 9.6); cleanup always runs
  * unless GitLab aborted the job.  The text of every stage comes from
- * script.c, the variables and settings from vars.c.
+ * script.c, made from script_input.c's input; the variables and settings
+ * come from vars.c.
  */
 #include <errno.h>
 #include <pwd.h>
@@ -38,9 +39,9 @@
 #include "runner/journal.h"
 #include "runner/mask.h"
 #include "runner/script.h"
+#include "runner/script_input.h"
 #include "runner/trace.h"
 #include "runner/trace_log.h"
-#include "runner/transfers.h"
 #include "runner/vars.h"
 
 extern char **environ;
@@ -103,15 +104,10 @@ struct job {
 	size_t			 n_stages;
 	size_t			 stage;		/* running or last run */
 	struct job_prep		 prep;		/* variables, settings, directories */
-	struct script_job	 sj;		/* what every stage's text is made from */
-	struct script_var	*svars;		/* prep's variables as script.c takes them */
-	size_t			 n_svars;
-	struct transfers	 transfers;	/* caches, artifacts, dependencies for sj */
-	char			*repo_url, *remote_url, *server_host, *ca_var_path;
+	struct script_input	 input;		/* what every stage's text is made from */
 	bool			 user_phase;	/* the user steps were reached */
 	uv_timer_t		 stage_timer;
 	enum stage_timer_mode	 timer_mode;
-	char			*project_dir;
 	char			*journal_path;
 	char			*log_path;
 	struct journal_entry	 journal;
@@ -129,8 +125,6 @@ struct job {
 	bool			 log_lost;	/* the log's disk failed (check_log) */
 	bool			 journaled;	/* the last journal write succeeded */
 	char			*prep_error;	/* the job cannot run (GIT_CLONE_PATH refused...) */
-	struct strv		 pre_hooks, post_hooks;	/* pre/post_get_sources_script lines */
-	char			 user_agent[96];
 	bool			 abandoned;	/* shutdown_timeout: journal only, no GitLab */
 	const char		*failure_reason;
 	int			 exit_code;
@@ -316,16 +310,9 @@ on_timeout_closed(uv_handle_t *h)
 	if (--job->open_handles > 0)
 		return;
 	free(job->stages);
-	free(job->svars);
-	transfers_release(&job->transfers);
+	script_input_release(&job->input);
 	job_prep_release(&job->prep);
-	free(job->repo_url);
-	free(job->remote_url);
-	free(job->server_host);
-	free(job->ca_var_path);
 	free(job->prep_error);
-	strv_release(&job->pre_hooks);
-	strv_release(&job->post_hooks);
 	/*
 	 * api/gitlab.c made the token a log secret when the job arrived; it
 	 * is dead now, and a daemon that kept every job's token would grow
@@ -339,7 +326,6 @@ on_timeout_closed(uv_handle_t *h)
 	free(job->ca_file);
 	free(job->cert_file);
 	free(job->key_file);
-	free(job->project_dir);
 	free(job->journal_path);
 	free(job->log_path);
 	free(job->failure_text);
@@ -495,7 +481,7 @@ on_stage_done(int status, int exit_code, void *arg)
 	char name[64];
 
 	job->exec = NULL;
-	script_stage_name(&job->sj, st->which, name, sizeof(name));
+	script_stage_name(&job->input.sj, st->which, name, sizeof(name));
 	section(job, "end", name);
 	if (job->state == JOB_DONE)
 		return;
@@ -558,7 +544,6 @@ run_next_stage(struct job *job)
 	const struct executor_ops *ex = job->env.executor;
 	struct exec_stage es;
 	struct stage *st = NULL;
-	struct script_var status_var;
 	const char *title;
 	char *script = NULL, *cause = NULL, name[64];
 	size_t i;
@@ -567,18 +552,10 @@ run_next_stage(struct job *job)
 		st = &job->stages[i];
 		if (!stage_wanted(job, st))
 			continue;
-		job->sj.step_name = st->step != NULL && st->step->name != NULL ?
-		    st->step->name : "script";
-		job->sj.commands.v = st->step != NULL ? (const char *const *)st->step->script.v : NULL;
-		job->sj.commands.n = st->step != NULL ? st->step->script.n : 0;
-		job->sj.on_failure = job->failed;
-		/* after_script sees how the job went: the last export wins. */
-		job->svars[job->n_svars].key = "CI_JOB_STATUS";
-		status_var.value = job->canceled ? "canceled" : job->failed ? "failed" : "success";
-		job->svars[job->n_svars].value = st->kind == STAGE_AFTER ? status_var.value : "running";
-		job->svars[job->n_svars].file = false;
-		job->sj.n_vars = job->n_svars + 1;
-		if ((script = script_stage(&job->sj, st->which)) != NULL)
+		/* after_script sees how the job went. */
+		script_input_stage(&job->input, st->step, job->failed, st->kind != STAGE_AFTER ?
+		    "running" : job->canceled ? "canceled" : job->failed ? "failed" : "success");
+		if ((script = script_stage(&job->input.sj, st->which)) != NULL)
 			break;	/* NULL: nothing to do, skipped without a section */
 	}
 	if (i >= job->n_stages) {
@@ -599,7 +576,7 @@ run_next_stage(struct job *job)
 		stage_timer_start(job, TIMER_AFTER_SCRIPT,
 		    job->prep.settings.after_script_timeout_ns);
 
-	script_stage_name(&job->sj, st->which, name, sizeof(name));
+	script_stage_name(&job->input.sj, st->which, name, sizeof(name));
 	section(job, "start", name);
 	if ((title = stage_title(st, job->failed)) != NULL)
 		job_say(job, "\033[36;1m%s", title);
@@ -956,159 +933,6 @@ build_stages(struct job *job)
 	add_stage(job, SCRIPT_CLEANUP, STAGE_CLEANUP, NULL);
 }
 
-/*
- * Where git fetches from: the payload's URL (it carries the job token as
- * userinfo) or clone_url with the project path; origin gets the same
- * without the token.  repo_url, with it, is for the tmp git config's
- * insteadOf, used only with FF_GIT_URLS_WITHOUT_TOKENS false.
- */
-static void
-git_urls(struct job *job)
-{
-	const char *url = job->payload->git_info.repo_url != NULL ?
-	    job->payload->git_info.repo_url : "";
-	const char *path = job->payload->job_info.project_full_path;
-	const char *scheme_end, *at, *host_end;
-	char *base;
-
-	if (job->set.clone_url != NULL && *job->set.clone_url != '\0') {
-		base = xstrdup(job->set.clone_url);
-		while (*base && base[strlen(base) - 1] == '/')
-			base[strlen(base) - 1] = '\0';
-		job->remote_url = xasprintf("%s/%s.git", base, path != NULL ? path : "");
-		free(base);
-	} else if ((scheme_end = strstr(url, "://")) != NULL &&
-	    (at = strchr(scheme_end + 3, '@')) != NULL &&
-	    at < scheme_end + 3 + strcspn(scheme_end + 3, "/")) {
-		job->remote_url = xasprintf("%.*s%s", (int)(scheme_end + 3 - url), url, at + 1);
-	} else
-		job->remote_url = xstrdup(url);
-	if ((scheme_end = strstr(job->remote_url, "://")) != NULL) {
-		job->repo_url = xasprintf("%.*sgitlab-ci-token:%s@%s",
-		    (int)(scheme_end + 3 - job->remote_url), job->remote_url,
-		    job->payload->token, scheme_end + 3);
-		host_end = scheme_end + 3 + strcspn(scheme_end + 3, "/");
-		job->server_host = xasprintf("%.*s", (int)(host_end - job->remote_url),
-		    job->remote_url);
-	} else {
-		job->repo_url = xstrdup(job->remote_url);
-		job->server_host = xstrdup("");
-	}
-}
-
-static void
-fill_transfers(struct job *job)
-{
-	struct script_job *sj = &job->sj;
-	struct transfers_input ti = {
-		.cache_dir = job->set.cache_dir != NULL ? job->set.cache_dir : "",
-		.hash_keys = job_vars_feature_flag(&job->prep.vars, "FF_HASH_CACHE_KEYS"),
-	};
-	struct transfers *t = &job->transfers;
-
-	transfers_make(t, job->payload, &job->prep.vars, &ti);
-	sj->runner_command = job->set.runner_command != NULL ? job->set.runner_command : "";
-	sj->server_url = job->url != NULL ? job->url : "";
-	sj->job_id = job->payload->id;
-	sj->cache_request_timeout = job->prep.settings.cache_request_timeout;
-	sj->artifact_download_attempts = job->prep.settings.artifact_download_attempts;
-	sj->caches = t->caches;
-	sj->n_caches = t->n_caches;
-	sj->artifacts = t->artifacts;
-	sj->n_artifacts = t->n_artifacts;
-	sj->dependencies = t->dependencies;
-	sj->n_dependencies = t->n_dependencies;
-}
-
-/* What every stage's text is made from: filled once, per stage the step. */
-static void
-fill_script_job(struct job *job)
-{
-	struct script_job *sj = &job->sj;
-	const struct build_settings *bs = &job->prep.settings;
-	size_t i;
-
-	git_urls(job);
-	/*
-	 * The release step is made by Rails from the release: keyword, whose
-	 * fields the runner expands (gitlab-runner's writeUserScript).
-	 */
-	for (i = 0; i < job->payload->n_steps; i++) {
-		struct api_step *step = &job->payload->steps[i];
-		size_t k;
-
-		if (step->name == NULL || strcmp(step->name, "release") != 0)
-			continue;
-		for (k = 0; k < step->script.n; k++) {
-			char *line = job_vars_expand(&job->prep.vars, step->script.v[k]);
-
-			free(step->script.v[k]);
-			step->script.v[k] = line;
-		}
-	}
-	job->n_svars = job_vars_script(&job->prep.vars, &job->svars);
-	/* One more slot: CI_JOB_STATUS, set per stage in run_next_stage(). */
-	job->svars = xreallocarray(job->svars, job->n_svars + 1, sizeof(*job->svars));
-	for (i = 0; i < job->n_svars; i++)
-		if (strcmp(job->svars[i].key, "CI_SERVER_TLS_CA_FILE") == 0)
-			job->ca_var_path = xasprintf("%s/CI_SERVER_TLS_CA_FILE",
-			    job->prep.dirs.tmp_dir);
-	sj->shell = job->set.shell;
-	sj->builds_dir = job->set.builds_dir;
-	sj->project_dir = job->prep.dirs.project_dir;
-	sj->tmp_dir = job->prep.dirs.tmp_dir;
-	sj->vars = job->svars;
-	sj->n_vars = job->n_svars;
-	sj->debug_trace = bs->debug_trace;
-	sj->script_sections = job->payload->features.trace_sections &&
-	    job_vars_feature_flag(&job->prep.vars, "FF_SCRIPT_SECTIONS");
-	sj->exit_code_check = job_vars_feature_flag(&job->prep.vars,
-	    "FF_ENABLE_BASH_EXIT_CODE_CHECK");
-	sj->git_strategy = bs->git_strategy;
-	sj->repo_url = job->repo_url;
-	sj->remote_url = job->remote_url;
-	sj->server_host = job->server_host;
-	sj->git_urls_without_tokens = job_vars_feature_flag(&job->prep.vars,
-	    "FF_GIT_URLS_WITHOUT_TOKENS");
-	sj->sha = job->payload->git_info.sha != NULL ? job->payload->git_info.sha : "";
-	sj->ref = job->payload->git_info.ref != NULL ? job->payload->git_info.ref : "";
-	sj->refspecs.v = (const char *const *)job->payload->git_info.refspecs.v;
-	sj->refspecs.n = job->payload->git_info.refspecs.n;
-	sj->depth = bs->git_depth;
-	sj->checkout = bs->git_checkout;
-	sj->clean_flags = bs->git_clean_flags;
-	sj->fetch_flags = bs->git_fetch_flags;
-	sj->clone_flags = bs->git_clone_flags;
-	sj->native_clone = job_vars_feature_flag(&job->prep.vars, "FF_USE_GIT_NATIVE_CLONE");
-	sj->submodule_strategy = bs->submodule_strategy;
-	sj->submodule_paths = bs->submodule_paths;
-	sj->submodule_update_flags = bs->submodule_update_flags;
-	sj->submodule_depth = bs->submodule_depth;
-	sj->get_sources_attempts = bs->get_sources_attempts;
-	sj->user_agent = job->user_agent;
-	sj->ca_file = job->ca_var_path != NULL ? job->ca_var_path : "";
-	sj->pre_build_script = job->set.pre_build_script;
-	sj->post_build_script = job->set.post_build_script;
-	fill_transfers(job);
-	/* Hooks: config.toml's pre first and post last, the payload's inside. */
-	strv_push(&job->pre_hooks, job->set.pre_get_sources_script);
-	for (i = 0; i < job->payload->n_hooks; i++) {
-		const struct api_hook *h = &job->payload->hooks[i];
-		struct strv *to = h->name == NULL ? NULL :
-		    strcmp(h->name, "pre_get_sources_script") == 0 ? &job->pre_hooks :
-		    strcmp(h->name, "post_get_sources_script") == 0 ? &job->post_hooks : NULL;
-		size_t k;
-
-		for (k = 0; to != NULL && k < h->script.n; k++)
-			strv_push(to, h->script.v[k]);
-	}
-	strv_push(&job->post_hooks, job->set.post_get_sources_script);
-	sj->pre_get_sources.v = (const char *const *)job->pre_hooks.v;
-	sj->pre_get_sources.n = job->pre_hooks.n;
-	sj->post_get_sources.v = (const char *const *)job->post_hooks.v;
-	sj->post_get_sources.n = job->post_hooks.n;
-}
-
 struct job *
 job_start(const struct job_env *env, struct api_job *payload, struct job_settings *settings,
     const struct api_creds *creds, struct runner_info *info, const struct runner_config *rc,
@@ -1145,8 +969,6 @@ job_start(const struct job_env *env, struct api_job *payload, struct job_setting
 	uv_timer_init(env->loop, &job->stage_timer);
 	job->stage_timer.data = job;
 	job->open_handles = 2;
-	snprintf(job->user_agent, sizeof(job->user_agent), "runner %s %s/%s", version_number(),
-	    version_os(), version_arch());
 
 	/* Variables, settings and directories, as gitlab-runner works them out (vars.c). */
 	{
@@ -1173,10 +995,8 @@ job_start(const struct job_env *env, struct api_job *payload, struct job_setting
 			cause = NULL;
 		}
 	}
-	job->project_dir = xstrdup(job->prep.dirs.project_dir != NULL ?
-	    job->prep.dirs.project_dir : job->set.builds_dir);
 	build_stages(job);
-	fill_script_job(job);
+	script_input_make(&job->input, payload, &job->set, &job->prep, job->url);
 
 	if ((jdir = journal_dir(job->set.state_dir, &cause)) == NULL) {
 		log_error("job %" PRId64 ": %s", payload->id, cause);

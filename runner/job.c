@@ -59,8 +59,51 @@ enum job_state {
 };
 
 static const char *const state_names[] = {
-	"acknowledging", "running", "stopping", "reporting", "done",
+	[JOB_ACKNOWLEDGING]	= "acknowledging",
+	[JOB_RUNNING]		= "running",
+	[JOB_STOPPING]		= "stopping",
+	[JOB_REPORTING]		= "reporting",
+	[JOB_DONE]		= "done",
 };
+
+/*
+ * How a job ends: the first cause is the one reported (state, failure
+ * reason, exit code, the log's last line).  Every cause, first or not, is
+ * also kept in job->causes: a later one still changes what runs.
+ */
+enum job_ending {
+	JOB_ENDING_NONE,		/* still going */
+	JOB_ENDING_SUCCESS,		/* nothing failed; said when the report is made */
+	JOB_ENDING_FAILED,		/* a stage failed or did not start; a bad setting */
+	JOB_ENDING_SYSTEM_FAILURE,	/* the runner's fault, and the log says so */
+	JOB_ENDING_CANCELED,		/* in GitLab, in the script: after_script runs */
+	JOB_ENDING_CANCELED_AT_PICKUP,	/* before any stage: job_canceled goes raw */
+	JOB_ENDING_TIMED_OUT,		/* the job's timeout: only cleanup still runs */
+	JOB_ENDING_SCRIPT_TIMED_OUT,	/* RUNNER_SCRIPT_TIMEOUT: the user steps end */
+	JOB_ENDING_ABORTED,		/* GitLab ended the job: nothing more runs */
+	JOB_ENDING_INTERRUPTED,		/* a forced shutdown: only cleanup still runs */
+	JOB_ENDING_ABANDONED,		/* shutdown_timeout: the journal keeps it */
+	JOB_ENDING_DROPPED,		/* GitLab refused the job: no stages, no report */
+};
+
+static const char *const ending_names[] = {
+	[JOB_ENDING_NONE]		= "none",
+	[JOB_ENDING_SUCCESS]		= "success",
+	[JOB_ENDING_FAILED]		= "failed",
+	[JOB_ENDING_SYSTEM_FAILURE]	= "system_failure",
+	[JOB_ENDING_CANCELED]		= "canceled",
+	[JOB_ENDING_CANCELED_AT_PICKUP]	= "canceled_at_pickup",
+	[JOB_ENDING_TIMED_OUT]		= "timed_out",
+	[JOB_ENDING_SCRIPT_TIMED_OUT]	= "script_timed_out",
+	[JOB_ENDING_ABORTED]		= "aborted",
+	[JOB_ENDING_INTERRUPTED]	= "interrupted",
+	[JOB_ENDING_ABANDONED]		= "abandoned",
+	[JOB_ENDING_DROPPED]		= "dropped",
+};
+
+/* An ending as a bit of job->causes. */
+#define CAUSE(e)	(1u << (e))
+_Static_assert(JOB_ENDING_DROPPED < 32, "every ending has a bit in job->causes");
 
 /* When a stage runs (see stage_wanted()). */
 enum stage_kind {
@@ -112,23 +155,25 @@ struct job {
 	char			*log_path;
 	struct journal_entry	 journal;
 
-	/* How it ends; the first cause wins. */
-	bool			 failed;
-	bool			 system_failure;
-	bool			 canceled;
-	bool			 timed_out;
-	bool			 aborted;
-	bool			 interrupted;
-	bool			 dropped;	/* GitLab refused the job: no report */
-	bool			 canceled_at_pickup; /* before any stage ran */
-	bool			 script_timed_out; /* RUNNER_SCRIPT_TIMEOUT */
-	bool			 log_lost;	/* the log's disk failed (check_log) */
-	bool			 journaled;	/* the last journal write succeeded */
-	char			*prep_error;	/* the job cannot run (GIT_CLONE_PATH refused...) */
-	bool			 abandoned;	/* shutdown_timeout: journal only, no GitLab */
+	/*
+	 * How it ends, set by job_end_as() only.  ending is the first cause,
+	 * and failure_reason, exit_code and failure_text are its.  causes
+	 * holds every cause, first or later, as CAUSE() bits, because a later
+	 * one still counts: a timeout after a failed script skips the post
+	 * stages, a cancel after a lost log tells after_script "canceled".
+	 */
+	enum job_ending		 ending;
+	unsigned		 causes;
 	const char		*failure_reason;
 	int			 exit_code;
 	char			*failure_text;
+	/*
+	 * Not a cause: the log's disk failed, said once (check_log), which
+	 * is a cause (a system failure) only if nothing failed before.
+	 */
+	bool			 log_lost;
+	bool			 journaled;	/* the last journal write succeeded */
+	char			*prep_error;	/* the job cannot run (GIT_CLONE_PATH refused...) */
 
 	job_done_cb		*done;
 	void			*arg;
@@ -198,20 +243,79 @@ job_failure_reason(const struct strv *supported, const char *reason)
 	return "unknown_failure";
 }
 
-/* The first reason a job fails for is the one it reports. */
+/*
+ * The one setter of how a job ends.  The first cause wins: it becomes
+ * job->ending and true is returned.  A later one is only added to
+ * job->causes.
+ */
+static bool
+job_end_as(struct job *job, enum job_ending ending)
+{
+	job->causes |= CAUSE(ending);
+	if (job->ending != JOB_ENDING_NONE) {
+		log_debug("job %" PRId64 ": also %s; it ends as %s", job_id(job),
+		    ending_names[ending], ending_names[job->ending]);
+		return false;
+	}
+	log_debug("job %" PRId64 ": ends as %s", job_id(job), ending_names[ending]);
+	job->ending = ending;
+	return true;
+}
+
+/* Has any of the causes in mask (CAUSE() bits) come, first or later? */
+static bool
+job_saw(const struct job *job, unsigned mask)
+{
+	return (job->causes & mask) != 0;
+}
+
+/* The report says failed: the first cause is a failure. */
+static bool
+job_failed(const struct job *job)
+{
+	return job->ending != JOB_ENDING_NONE && job->ending != JOB_ENDING_SUCCESS &&
+	    job->ending != JOB_ENDING_DROPPED;
+}
+
+/* Canceled in GitLab, at pickup or while the script ran. */
+static bool
+job_canceled(const struct job *job)
+{
+	return job_saw(job, CAUSE(JOB_ENDING_CANCELED) | CAUSE(JOB_ENDING_CANCELED_AT_PICKUP));
+}
+
+/* A forced shutdown, waited for (interrupted) or not (abandoned). */
+static bool
+job_interrupted(const struct job *job)
+{
+	return job_saw(job, CAUSE(JOB_ENDING_INTERRUPTED) | CAUSE(JOB_ENDING_ABANDONED));
+}
+
+/* The job timeout, an abort or a shutdown: no after_script, no post stages. */
+static bool
+job_stopped(const struct job *job)
+{
+	return job_saw(job, CAUSE(JOB_ENDING_TIMED_OUT) | CAUSE(JOB_ENDING_ABORTED)) ||
+	    job_interrupted(job);
+}
+
+/*
+ * A cause that fails the job.  Only the first one's reason, exit code and
+ * text reach GitLab and the log.
+ */
 static void
-job_fail(struct job *job, const char *reason, int exit_code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+job_fail(struct job *job, enum job_ending ending, const char *reason, int exit_code,
+    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 static void
-job_fail(struct job *job, const char *reason, int exit_code, const char *fmt, ...)
+job_fail(struct job *job, enum job_ending ending, const char *reason, int exit_code,
+    const char *fmt, ...)
 {
 	struct buf b;
 	va_list ap;
 
-	if (job->failed)
+	if (!job_end_as(job, ending))
 		return;
-	job->failed = true;
 	job->failure_reason = reason;
 	job->exit_code = exit_code;
 	buf_init(&b, BUF_UNLIMITED);
@@ -237,10 +341,10 @@ check_log(struct job *job)
 	log_error("job %" PRId64 ": the job log could not be written to disk (%s): %s; "
 	    "the job fails, GitLab gets the log up to there", job_id(job),
 	    trace_log_path(job->log), strerror(err));
-	if (!job->failed)
-		job->system_failure = true;
-	job_fail(job, "runner_system_failure", 0, "the job log could not be written to "
-	    "disk: %s", strerror(err));
+	/* After another failure the report stays that failure's. */
+	if (!job_failed(job))
+		job_fail(job, JOB_ENDING_SYSTEM_FAILURE, "runner_system_failure", 0,
+		    "the job log could not be written to disk: %s", strerror(err));
 }
 
 static void
@@ -343,8 +447,8 @@ on_final(enum trace_final result, const char *last_answer, void *arg)
 	switch (result) {
 	case TRACE_FINAL_ACCEPTED:
 		log_info("job %" PRId64 ": finished, %s; GitLab has the report", job_id(job),
-		    job->failed ? "failed" : "succeeded");
-		metrics_counter_add("runner_jobs_finished_total", job->failed ?
+		    job_failed(job) ? "failed" : "succeeded");
+		metrics_counter_add("runner_jobs_finished_total", job_failed(job) ?
 		    "state=\"failed\"" : "state=\"success\"", 1);
 		unlink(job->journal_path);
 		unlink(job->log_path);
@@ -354,7 +458,7 @@ on_final(enum trace_final result, const char *last_answer, void *arg)
 		log_error("job %" PRId64 ": the final report (%s) could not be delivered to %s "
 		    "after %" PRId64 " attempts; last answer: %s. GitLab will show the job as "
 		    "running until it times out there", job_id(job),
-		    job->failed ? "failed" : "success", job->url, job->set.retry_limit,
+		    job_failed(job) ? "failed" : "success", job->url, job->set.retry_limit,
 		    last_answer);
 		unlink(job->journal_path);
 		unlink(job->log_path);
@@ -377,9 +481,9 @@ report(struct job *job)
 	/* What the job printed must be on disk before "Job succeeded" is said. */
 	(void)trace_log_flush(job->log);	/* a failure seals the log: check_log */
 	check_log(job);
-	if (!job->failed)
+	if (!job_failed(job))
 		job_say(job, "\033[32;1mJob succeeded");
-	else if (job->system_failure)
+	else if (job_saw(job, CAUSE(JOB_ENDING_SYSTEM_FAILURE)))
 		job_say(job, "\033[31;1mERROR: Job failed (system failure): %s", job->failure_text);
 	else
 		job_say(job, "\033[31;1mERROR: Job failed: %s", job->failure_text);
@@ -390,11 +494,15 @@ report(struct job *job)
 		    trace_log_path(job->log), strerror(-rc));
 	check_log(job);
 
-	u.state = job->failed ? "failed" : "success";
-	if (job->failed) {
+	if (job->ending == JOB_ENDING_NONE)
+		(void)job_end_as(job, JOB_ENDING_SUCCESS);
+	u.state = job_failed(job) ? "failed" : "success";
+	if (job_failed(job)) {
+		const struct strv *supported = &job->payload->features.failure_reasons;
+
 		/* At pickup, job_canceled goes raw (protocol.md 5.4 step 3). */
-		u.failure_reason = job->canceled_at_pickup ? job->failure_reason :
-		    job_failure_reason(&job->payload->features.failure_reasons, job->failure_reason);
+		u.failure_reason = job_saw(job, CAUSE(JOB_ENDING_CANCELED_AT_PICKUP)) ?
+		    job->failure_reason : job_failure_reason(supported, job->failure_reason);
 		u.exit_code = job->exit_code;
 	}
 	u.has_output = true;
@@ -403,7 +511,7 @@ report(struct job *job)
 	job->journal.failure_reason = u.failure_reason != NULL ? xstrdup(u.failure_reason) : NULL;
 	job->journal.exit_code = u.exit_code;
 	write_journal(job);
-	if (job->abandoned) {
+	if (job_saw(job, CAUSE(JOB_ENDING_ABANDONED))) {
 		left_to_journal(job, "the runner is leaving before the final report is sent");
 		job_enter(job, JOB_DONE);
 		return;
@@ -488,16 +596,18 @@ on_stage_done(int status, int exit_code, void *arg)
 	if (job->timer_mode == TIMER_AFTER_SCRIPT)
 		stage_timer_stop(job);
 	if (status < 0)
-		job_fail(job, "runner_system_failure", 0, "%s: %s", name, strerror(-status));
+		job_fail(job, JOB_ENDING_FAILED, "runner_system_failure", 0, "%s: %s", name,
+		    strerror(-status));
 	else if (exit_code != 0) {
 		switch (st->kind) {
 		case STAGE_PRE:
 		case STAGE_USER:
-			job_fail(job, "script_failure", exit_code, "exit code %d", exit_code);
+			job_fail(job, JOB_ENDING_FAILED, "script_failure", exit_code,
+			    "exit code %d", exit_code);
 			break;
 		case STAGE_AFTER:
 			if (!job->prep.settings.after_script_ignore_errors)
-				job_fail(job, "script_failure", exit_code,
+				job_fail(job, JOB_ENDING_FAILED, "script_failure", exit_code,
 				    "after_script: exit code %d", exit_code);
 			else
 				job_say(job, "\033[0;33mWARNING: after_script failed, but the job "
@@ -505,8 +615,8 @@ on_stage_done(int status, int exit_code, void *arg)
 			break;
 		case STAGE_POST:
 			/* Artifacts that did not reach GitLab fail the job, as in gitlab-runner. */
-			if (st->which == SCRIPT_UPLOAD_ARTIFACTS && !job->failed) {
-				job_fail(job, "script_failure", exit_code,
+			if (st->which == SCRIPT_UPLOAD_ARTIFACTS && !job_failed(job)) {
+				job_fail(job, JOB_ENDING_FAILED, "script_failure", exit_code,
 				    "%s: exit code %d", name, exit_code);
 				break;
 			}
@@ -523,17 +633,15 @@ on_stage_done(int status, int exit_code, void *arg)
 static bool
 stage_wanted(const struct job *job, const struct stage *st)
 {
-	bool stopped = job->timed_out || job->aborted || job->interrupted;
-
 	switch (st->kind) {
 	case STAGE_PRE:
 	case STAGE_USER:
-		return !stopped && !job->failed && !job->canceled;
+		return !job_stopped(job) && !job_failed(job) && !job_canceled(job);
 	case STAGE_AFTER:
 	case STAGE_POST:
-		return !stopped && job->user_phase;
+		return !job_stopped(job) && job->user_phase;
 	case STAGE_CLEANUP:
-		return !job->aborted && !job->abandoned;
+		return !job_saw(job, CAUSE(JOB_ENDING_ABORTED) | CAUSE(JOB_ENDING_ABANDONED));
 	}
 	return false;
 }
@@ -553,8 +661,9 @@ run_next_stage(struct job *job)
 		if (!stage_wanted(job, st))
 			continue;
 		/* after_script sees how the job went. */
-		script_input_stage(&job->input, st->step, job->failed, st->kind != STAGE_AFTER ?
-		    "running" : job->canceled ? "canceled" : job->failed ? "failed" : "success");
+		script_input_stage(&job->input, st->step, job_failed(job),
+		    st->kind != STAGE_AFTER ? "running" : job_canceled(job) ? "canceled" :
+		    job_failed(job) ? "failed" : "success");
 		if ((script = script_stage(&job->input.sj, st->which)) != NULL)
 			break;	/* NULL: nothing to do, skipped without a section */
 	}
@@ -578,7 +687,7 @@ run_next_stage(struct job *job)
 
 	script_stage_name(&job->input.sj, st->which, name, sizeof(name));
 	section(job, "start", name);
-	if ((title = stage_title(st, job->failed)) != NULL)
+	if ((title = stage_title(st, job_failed(job))) != NULL)
 		job_say(job, "\033[36;1m%s", title);
 	else
 		job_say(job, "\033[36;1mExecuting \"%s\" stage of the job script", name);
@@ -593,7 +702,7 @@ run_next_stage(struct job *job)
 	explicit_bzero(script, strlen(script));
 	free(script);
 	if (job->exec == NULL) {
-		job_fail(job, "runner_system_failure", 0, "%s", cause);
+		job_fail(job, JOB_ENDING_FAILED, "runner_system_failure", 0, "%s", cause);
 		free(cause);
 		section(job, "end", name);
 		run_next_stage(job);
@@ -629,9 +738,8 @@ on_timeout(uv_timer_t *t)
 
 	if (job->state >= JOB_REPORTING)
 		return;
-	job->timed_out = true;
-	job_fail(job, "job_execution_timeout", 0, "execution took longer than %" PRId64
-	    " seconds", secs);
+	job_fail(job, JOB_ENDING_TIMED_OUT, "job_execution_timeout", 0,
+	    "execution took longer than %" PRId64 " seconds", secs);
 	stop_stage(job, kill_grace(job));
 }
 
@@ -646,8 +754,7 @@ on_cancel_requested(void *arg)
 	st = &job->stages[job->stage];
 	if (st->kind != STAGE_USER && st->kind != STAGE_PRE)
 		return;
-	job->canceled = true;
-	job_fail(job, "job_canceled", 0, "canceled");
+	job_fail(job, JOB_ENDING_CANCELED, "job_canceled", 0, "canceled");
 	job_say(job, "\033[0;33mWARNING: script canceled externally (UI, API)");
 	log_info("job %" PRId64 ": canceled in GitLab: stopping the job's script, then "
 	    "after_script", job_id(job));
@@ -661,8 +768,8 @@ on_aborted(void *arg)
 
 	if (job->state >= JOB_REPORTING || job->state == JOB_ACKNOWLEDGING)
 		return;
-	job->aborted = true;
-	job_fail(job, "job_canceled", 0, "aborted: the job was canceled or failed in GitLab");
+	job_fail(job, JOB_ENDING_ABORTED, "job_canceled", 0,
+	    "aborted: the job was canceled or failed in GitLab");
 	log_info("job %" PRId64 ": GitLab ended the job: stopping it", job_id(job));
 	stop_stage(job, kill_grace(job));
 }
@@ -678,9 +785,8 @@ on_stage_timer(uv_timer_t *t)
 		return;
 	if (mode == TIMER_SCRIPT) {
 		/* Only the user steps end; after_script and cleanup still run (9.4). */
-		job->script_timed_out = true;
-		job_fail(job, "job_execution_timeout", 0, "the script took longer than "
-		    "RUNNER_SCRIPT_TIMEOUT");
+		job_fail(job, JOB_ENDING_SCRIPT_TIMED_OUT, "job_execution_timeout", 0,
+		    "the script took longer than RUNNER_SCRIPT_TIMEOUT");
 		stop_stage(job, kill_grace(job));
 	} else if (mode == TIMER_AFTER_SCRIPT) {
 		job_say(job, "\033[0;33mWARNING: after_script took longer than "
@@ -694,8 +800,8 @@ job_interrupt(struct job *job)
 {
 	if (job->state >= JOB_REPORTING)
 		return;
-	job->interrupted = true;
-	job_fail(job, "runner_interrupted", 0, "aborted: the runner is shutting down");
+	job_fail(job, JOB_ENDING_INTERRUPTED, "runner_interrupted", 0,
+	    "aborted: the runner is shutting down");
 	if (job->state == JOB_ACKNOWLEDGING) {
 		/* The acknowledgement's answer moves it on; nothing runs yet. */
 		return;
@@ -706,11 +812,10 @@ job_interrupt(struct job *job)
 void
 job_abandon(struct job *job)
 {
-	if (job->state == JOB_DONE || job->abandoned)
+	if (job->state == JOB_DONE || job_saw(job, CAUSE(JOB_ENDING_ABANDONED)))
 		return;
-	job->abandoned = true;
-	job->interrupted = true;
-	job_fail(job, "runner_interrupted", 0, "aborted: the runner is shutting down");
+	job_fail(job, JOB_ENDING_ABANDONED, "runner_interrupted", 0,
+	    "aborted: the runner is shutting down");
 	switch (job->state) {
 	case JOB_ACKNOWLEDGING:
 		job_enter(job, JOB_REPORTING);
@@ -752,16 +857,16 @@ stage_dir(struct job *job, const char *dir, const char *what, const char *key)
 	bool created;
 
 	if (mkdirs(dir, 0755, &created) == -1) {
-		job_fail(job, "runner_system_failure", 0, "cannot create the %s directory "
-		    "%s: %s (check %s and that this user may write there)", what, dir,
-		    strerror(errno), key);
+		job_fail(job, JOB_ENDING_SYSTEM_FAILURE, "runner_system_failure", 0,
+		    "cannot create the %s directory %s: %s (check %s and that this user may "
+		    "write there)", what, dir, strerror(errno), key);
 		return -1;
 	}
 	if (!created || job->set.user == NULL)
 		return 0;
 	if ((pw = getpwnam(job->set.user)) == NULL || chown(dir, pw->pw_uid, pw->pw_gid) == -1) {
-		job_fail(job, "runner_system_failure", 0, "cannot give the %s directory %s "
-		    "to user %s: %s", what, dir, job->set.user,
+		job_fail(job, JOB_ENDING_SYSTEM_FAILURE, "runner_system_failure", 0,
+		    "cannot give the %s directory %s to user %s: %s", what, dir, job->set.user,
 		    pw == NULL ? "no such user" : strerror(errno));
 		return -1;
 	}
@@ -792,41 +897,40 @@ on_acknowledged(enum api_update_result result, const struct api_answer *answer,
 		/* GitLab took the job back: no stages, no report (protocol.md 5.4). */
 		log_warnx("job %" PRId64 ": GitLab refused to let this runner run the job (%s); "
 		    "dropping it", job_id(job), answer->message);
-		job->dropped = true;
+		(void)job_end_as(job, JOB_ENDING_DROPPED);
 		unlink(job->journal_path);
 		unlink(job->log_path);
 		job_enter(job, JOB_DONE);
 		return;
 	}
 	if (st->cancel_requested) {
-		job->canceled = true;
-		job->canceled_at_pickup = true;
-		job_fail(job, "job_canceled", 0, "canceled before it started");
+		job_fail(job, JOB_ENDING_CANCELED_AT_PICKUP, "job_canceled", 0,
+		    "canceled before it started");
 		job_enter(job, JOB_REPORTING);
 		return;
 	}
-	if (job->interrupted) {
+	if (job_interrupted(job)) {
 		job_enter(job, JOB_REPORTING);
 		return;
 	}
 	if (job->payload->image.unsupported_options.n > 0) {
 		job_say(job, "\033[31;1mERROR: unsupported executor options: %s",
 		    job->payload->image.unsupported_options.v[0]);
-		job->system_failure = true;
-		job_fail(job, "runner_system_failure", 3, "unsupported executor options");
+		job_fail(job, JOB_ENDING_SYSTEM_FAILURE, "runner_system_failure", 3,
+		    "unsupported executor options");
 		job_enter(job, JOB_REPORTING);
 		return;
 	}
 	job_say(job, "\033[36;1mPreparing the \"shell\" executor");
 	job_say(job, "Using Shell (%s) executor...", job->set.shell);
 	if (prepare_dirs(job) != 0) {
-		job->system_failure = true;
 		job_enter(job, JOB_REPORTING);
 		return;
 	}
 	if (job->prep_error != NULL) {
 		job_say(job, "\033[31;1mERROR: %s", job->prep_error);
-		job_fail(job, "runner_configuration_error", 0, "%s", job->prep_error);
+		job_fail(job, JOB_ENDING_FAILED, "runner_configuration_error", 0, "%s",
+		    job->prep_error);
 		job_enter(job, JOB_REPORTING);
 		return;
 	}
@@ -963,7 +1067,7 @@ job_start(const struct job_env *env, struct api_job *payload, struct job_setting
 	job->creds.tls_key_file = job->key_file;
 	job->done = done;
 	job->arg = arg;
-	job->state = JOB_ACKNOWLEDGING;
+	job->state = JOB_ACKNOWLEDGING;	/* the first state; job_enter() makes every change */
 	uv_timer_init(env->loop, &job->timeout);
 	job->timeout.data = job;
 	uv_timer_init(env->loop, &job->stage_timer);

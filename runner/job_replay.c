@@ -33,7 +33,7 @@ struct recovery {
 
 /* The whole replay; freed, after done is called, by recovery_done(). */
 struct recover_all {
-	int			 pending;	/* entries whose report is under way, + 1 while starting */
+	int			 pending;	/* reports under way, +1 while starting */
 	void			(*done)(void *);
 	void			*arg;
 	struct recovery		*list;

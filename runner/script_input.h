@@ -26,13 +26,13 @@ struct job_settings;
  */
 struct script_input {
 	struct script_job	 sj;
-	struct script_var	*vars;		/* prep's variables, then a CI_JOB_STATUS slot */
+	struct script_var	*vars;		/* prep's, then a CI_JOB_STATUS slot */
 	size_t			 n_vars;	/* prep's variables, without that slot */
 	struct transfers	 transfers;	/* caches, artifacts, dependencies */
 	char			*repo_url;	/* with the job token: the tmp git config */
 	char			*remote_url;	/* without: origin */
 	char			*server_host;
-	char			*ca_var_path;	/* where CI_SERVER_TLS_CA_FILE is written, or NULL */
+	char			*ca_var_path;	/* CI_SERVER_TLS_CA_FILE's file, or NULL */
 	struct strv		 pre_hooks;	/* pre_get_sources_script lines */
 	struct strv		 post_hooks;	/* post_get_sources_script lines */
 	char			 user_agent[96];

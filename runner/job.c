@@ -2,7 +2,9 @@
  * The job lifecycle: one state enum, one transition function that logs
  * every change and runs the new state's entry action, and one small
  * function per event (GitLab's acknowledgement, a stage's end, the
- * timeout, a cancel or abort from GitLab, a forced shutdown).
+ * timeout, a cancel or abort from GitLab, a forced shutdown).  How the
+ * job ends is apart from its state: enum job_ending, set by job_end_as()
+ * alone; the first cause is the one reported.
  *
  * The stages are data: gitlab-runner's list (protocol.md 9.1), each with a
  * kind that says when it runs.  A failure before or in the user steps
@@ -156,11 +158,12 @@ struct job {
 	struct journal_entry	 journal;
 
 	/*
-	 * How it ends, set by job_end_as() only.  ending is the first cause,
-	 * and failure_reason, exit_code and failure_text are its.  causes
-	 * holds every cause, first or later, as CAUSE() bits, because a later
-	 * one still counts: a timeout after a failed script skips the post
-	 * stages, a cancel after a lost log tells after_script "canceled".
+	 * How it ends, set by job_end_as() only (job_fail() is its failing
+	 * form).  ending is the first cause; failure_reason, exit_code and
+	 * failure_text are its.  causes holds every cause, first or later,
+	 * as CAUSE() bits, because a later one still counts: a timeout after
+	 * a failed script skips the post stages, a cancel after a lost log
+	 * tells after_script "canceled".
 	 */
 	enum job_ending		 ending;
 	unsigned		 causes;

@@ -2,7 +2,9 @@
  * The job lifecycle: one state enum, one transition function that logs
  * every change and runs the new state's entry action, and one small
  * function per event (GitLab's acknowledgement, a stage's end, the
- * timeout, a cancel or abort from GitLab, a forced shutdown).
+ * timeout, a cancel or abort from GitLab, a forced shutdown).  How the
+ * job ends is apart from its state: enum job_ending, set by job_end_as()
+ * alone; the first cause is the one reported.
  *
  * The stages are data: gitlab-runner's list (protocol.md 9.1), each with a
  * kind that says when it runs.  A failure before or in the user steps
@@ -10,7 +12,8 @@
  * CI_JOB_STATUS=canceled) or RUNNER_SCRIPT_TIMEOUT, but not after the job
  * timeout, an abort or a forced shutdown (9.4, 9.6); cleanup always runs
  * unless GitLab aborted the job.  The text of every stage comes from
- * script.c, the variables and settings from vars.c.
+ * script.c, made from script_input.c's input; the variables and settings
+ * come from vars.c.
  */
 #include <errno.h>
 #include <pwd.h>
@@ -38,9 +41,9 @@
 #include "runner/journal.h"
 #include "runner/mask.h"
 #include "runner/script.h"
+#include "runner/script_input.h"
 #include "runner/trace.h"
 #include "runner/trace_log.h"
-#include "runner/transfers.h"
 #include "runner/vars.h"
 
 extern char **environ;
@@ -58,8 +61,51 @@ enum job_state {
 };
 
 static const char *const state_names[] = {
-	"acknowledging", "running", "stopping", "reporting", "done",
+	[JOB_ACKNOWLEDGING]	= "acknowledging",
+	[JOB_RUNNING]		= "running",
+	[JOB_STOPPING]		= "stopping",
+	[JOB_REPORTING]		= "reporting",
+	[JOB_DONE]		= "done",
 };
+
+/*
+ * How a job ends: the first cause is the one reported (state, failure
+ * reason, exit code, the log's last line).  Every cause, first or not, is
+ * also kept in job->causes: a later one still changes what runs.
+ */
+enum job_ending {
+	JOB_ENDING_NONE,		/* still going */
+	JOB_ENDING_SUCCESS,		/* nothing failed; said when the report is made */
+	JOB_ENDING_FAILED,		/* a stage failed or did not start; a bad setting */
+	JOB_ENDING_SYSTEM_FAILURE,	/* the runner's fault, and the log says so */
+	JOB_ENDING_CANCELED,		/* in GitLab, in the script: after_script runs */
+	JOB_ENDING_CANCELED_AT_PICKUP,	/* before any stage: job_canceled goes raw */
+	JOB_ENDING_TIMED_OUT,		/* the job's timeout: only cleanup still runs */
+	JOB_ENDING_SCRIPT_TIMED_OUT,	/* RUNNER_SCRIPT_TIMEOUT: the user steps end */
+	JOB_ENDING_ABORTED,		/* GitLab ended the job: nothing more runs */
+	JOB_ENDING_INTERRUPTED,		/* a forced shutdown: only cleanup still runs */
+	JOB_ENDING_ABANDONED,		/* shutdown_timeout: the journal keeps it */
+	JOB_ENDING_DROPPED,		/* GitLab refused the job: no stages, no report */
+};
+
+static const char *const ending_names[] = {
+	[JOB_ENDING_NONE]		= "none",
+	[JOB_ENDING_SUCCESS]		= "success",
+	[JOB_ENDING_FAILED]		= "failed",
+	[JOB_ENDING_SYSTEM_FAILURE]	= "system_failure",
+	[JOB_ENDING_CANCELED]		= "canceled",
+	[JOB_ENDING_CANCELED_AT_PICKUP]	= "canceled_at_pickup",
+	[JOB_ENDING_TIMED_OUT]		= "timed_out",
+	[JOB_ENDING_SCRIPT_TIMED_OUT]	= "script_timed_out",
+	[JOB_ENDING_ABORTED]		= "aborted",
+	[JOB_ENDING_INTERRUPTED]	= "interrupted",
+	[JOB_ENDING_ABANDONED]		= "abandoned",
+	[JOB_ENDING_DROPPED]		= "dropped",
+};
+
+/* An ending as a bit of job->causes. */
+#define CAUSE(e)	(1u << (e))
+_Static_assert(JOB_ENDING_DROPPED < 32, "every ending has a bit in job->causes");
 
 /* When a stage runs (see stage_wanted()). */
 enum stage_kind {
@@ -103,38 +149,34 @@ struct job {
 	size_t			 n_stages;
 	size_t			 stage;		/* running or last run */
 	struct job_prep		 prep;		/* variables, settings, directories */
-	struct script_job	 sj;		/* what every stage's text is made from */
-	struct script_var	*svars;		/* prep's variables as script.c takes them */
-	size_t			 n_svars;
-	struct transfers	 transfers;	/* caches, artifacts, dependencies for sj */
-	char			*repo_url, *remote_url, *server_host, *ca_var_path;
+	struct script_input	 input;		/* what every stage's text is made from */
 	bool			 user_phase;	/* the user steps were reached */
 	uv_timer_t		 stage_timer;
 	enum stage_timer_mode	 timer_mode;
-	char			*project_dir;
 	char			*journal_path;
 	char			*log_path;
 	struct journal_entry	 journal;
 
-	/* How it ends; the first cause wins. */
-	bool			 failed;
-	bool			 system_failure;
-	bool			 canceled;
-	bool			 timed_out;
-	bool			 aborted;
-	bool			 interrupted;
-	bool			 dropped;	/* GitLab refused the job: no report */
-	bool			 canceled_at_pickup; /* before any stage ran */
-	bool			 script_timed_out; /* RUNNER_SCRIPT_TIMEOUT */
-	bool			 log_lost;	/* the log's disk failed (check_log) */
-	bool			 journaled;	/* the last journal write succeeded */
-	char			*prep_error;	/* the job cannot run (GIT_CLONE_PATH refused...) */
-	struct strv		 pre_hooks, post_hooks;	/* pre/post_get_sources_script lines */
-	char			 user_agent[96];
-	bool			 abandoned;	/* shutdown_timeout: journal only, no GitLab */
+	/*
+	 * How it ends, set by job_end_as() only (job_fail() is its failing
+	 * form).  ending is the first cause; failure_reason, exit_code and
+	 * failure_text are its.  causes holds every cause, first or later,
+	 * as CAUSE() bits, because a later one still counts: a timeout after
+	 * a failed script skips the post stages, a cancel after a lost log
+	 * tells after_script "canceled".
+	 */
+	enum job_ending		 ending;
+	unsigned		 causes;
 	const char		*failure_reason;
 	int			 exit_code;
 	char			*failure_text;
+	/*
+	 * Not a cause: the log's disk failed, said once (check_log), which
+	 * is a cause (a system failure) only if nothing failed before.
+	 */
+	bool			 log_lost;
+	bool			 journaled;	/* the last journal write succeeded */
+	char			*prep_error;	/* the job cannot run (GIT_CLONE_PATH refused...) */
 
 	job_done_cb		*done;
 	void			*arg;
@@ -204,20 +246,79 @@ job_failure_reason(const struct strv *supported, const char *reason)
 	return "unknown_failure";
 }
 
-/* The first reason a job fails for is the one it reports. */
+/*
+ * The one setter of how a job ends.  The first cause wins: it becomes
+ * job->ending and true is returned.  A later one is only added to
+ * job->causes.
+ */
+static bool
+job_end_as(struct job *job, enum job_ending ending)
+{
+	job->causes |= CAUSE(ending);
+	if (job->ending != JOB_ENDING_NONE) {
+		log_debug("job %" PRId64 ": also %s; it ends as %s", job_id(job),
+		    ending_names[ending], ending_names[job->ending]);
+		return false;
+	}
+	log_debug("job %" PRId64 ": ends as %s", job_id(job), ending_names[ending]);
+	job->ending = ending;
+	return true;
+}
+
+/* Has any of the causes in mask (CAUSE() bits) come, first or later? */
+static bool
+job_saw(const struct job *job, unsigned mask)
+{
+	return (job->causes & mask) != 0;
+}
+
+/* The report says failed: the first cause is a failure. */
+static bool
+job_failed(const struct job *job)
+{
+	return job->ending != JOB_ENDING_NONE && job->ending != JOB_ENDING_SUCCESS &&
+	    job->ending != JOB_ENDING_DROPPED;
+}
+
+/* Canceled in GitLab, at pickup or while the script ran. */
+static bool
+job_canceled(const struct job *job)
+{
+	return job_saw(job, CAUSE(JOB_ENDING_CANCELED) | CAUSE(JOB_ENDING_CANCELED_AT_PICKUP));
+}
+
+/* A forced shutdown, waited for (interrupted) or not (abandoned). */
+static bool
+job_interrupted(const struct job *job)
+{
+	return job_saw(job, CAUSE(JOB_ENDING_INTERRUPTED) | CAUSE(JOB_ENDING_ABANDONED));
+}
+
+/* The job timeout, an abort or a shutdown: no after_script, no post stages. */
+static bool
+job_stopped(const struct job *job)
+{
+	return job_saw(job, CAUSE(JOB_ENDING_TIMED_OUT) | CAUSE(JOB_ENDING_ABORTED)) ||
+	    job_interrupted(job);
+}
+
+/*
+ * A cause that fails the job.  Only the first one's reason, exit code and
+ * text reach GitLab and the log.
+ */
 static void
-job_fail(struct job *job, const char *reason, int exit_code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+job_fail(struct job *job, enum job_ending ending, const char *reason, int exit_code,
+    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 static void
-job_fail(struct job *job, const char *reason, int exit_code, const char *fmt, ...)
+job_fail(struct job *job, enum job_ending ending, const char *reason, int exit_code,
+    const char *fmt, ...)
 {
 	struct buf b;
 	va_list ap;
 
-	if (job->failed)
+	if (!job_end_as(job, ending))
 		return;
-	job->failed = true;
 	job->failure_reason = reason;
 	job->exit_code = exit_code;
 	buf_init(&b, BUF_UNLIMITED);
@@ -243,10 +344,10 @@ check_log(struct job *job)
 	log_error("job %" PRId64 ": the job log could not be written to disk (%s): %s; "
 	    "the job fails, GitLab gets the log up to there", job_id(job),
 	    trace_log_path(job->log), strerror(err));
-	if (!job->failed)
-		job->system_failure = true;
-	job_fail(job, "runner_system_failure", 0, "the job log could not be written to "
-	    "disk: %s", strerror(err));
+	/* After another failure the report stays that failure's. */
+	if (!job_failed(job))
+		job_fail(job, JOB_ENDING_SYSTEM_FAILURE, "runner_system_failure", 0,
+		    "the job log could not be written to disk: %s", strerror(err));
 }
 
 static void
@@ -316,16 +417,9 @@ on_timeout_closed(uv_handle_t *h)
 	if (--job->open_handles > 0)
 		return;
 	free(job->stages);
-	free(job->svars);
-	transfers_release(&job->transfers);
+	script_input_release(&job->input);
 	job_prep_release(&job->prep);
-	free(job->repo_url);
-	free(job->remote_url);
-	free(job->server_host);
-	free(job->ca_var_path);
 	free(job->prep_error);
-	strv_release(&job->pre_hooks);
-	strv_release(&job->post_hooks);
 	/*
 	 * api/gitlab.c made the token a log secret when the job arrived; it
 	 * is dead now, and a daemon that kept every job's token would grow
@@ -339,7 +433,6 @@ on_timeout_closed(uv_handle_t *h)
 	free(job->ca_file);
 	free(job->cert_file);
 	free(job->key_file);
-	free(job->project_dir);
 	free(job->journal_path);
 	free(job->log_path);
 	free(job->failure_text);
@@ -357,8 +450,8 @@ on_final(enum trace_final result, const char *last_answer, void *arg)
 	switch (result) {
 	case TRACE_FINAL_ACCEPTED:
 		log_info("job %" PRId64 ": finished, %s; GitLab has the report", job_id(job),
-		    job->failed ? "failed" : "succeeded");
-		metrics_counter_add("runner_jobs_finished_total", job->failed ?
+		    job_failed(job) ? "failed" : "succeeded");
+		metrics_counter_add("runner_jobs_finished_total", job_failed(job) ?
 		    "state=\"failed\"" : "state=\"success\"", 1);
 		unlink(job->journal_path);
 		unlink(job->log_path);
@@ -368,7 +461,7 @@ on_final(enum trace_final result, const char *last_answer, void *arg)
 		log_error("job %" PRId64 ": the final report (%s) could not be delivered to %s "
 		    "after %" PRId64 " attempts; last answer: %s. GitLab will show the job as "
 		    "running until it times out there", job_id(job),
-		    job->failed ? "failed" : "success", job->url, job->set.retry_limit,
+		    job_failed(job) ? "failed" : "success", job->url, job->set.retry_limit,
 		    last_answer);
 		unlink(job->journal_path);
 		unlink(job->log_path);
@@ -391,9 +484,9 @@ report(struct job *job)
 	/* What the job printed must be on disk before "Job succeeded" is said. */
 	(void)trace_log_flush(job->log);	/* a failure seals the log: check_log */
 	check_log(job);
-	if (!job->failed)
+	if (!job_failed(job))
 		job_say(job, "\033[32;1mJob succeeded");
-	else if (job->system_failure)
+	else if (job_saw(job, CAUSE(JOB_ENDING_SYSTEM_FAILURE)))
 		job_say(job, "\033[31;1mERROR: Job failed (system failure): %s", job->failure_text);
 	else
 		job_say(job, "\033[31;1mERROR: Job failed: %s", job->failure_text);
@@ -404,11 +497,15 @@ report(struct job *job)
 		    trace_log_path(job->log), strerror(-rc));
 	check_log(job);
 
-	u.state = job->failed ? "failed" : "success";
-	if (job->failed) {
+	if (job->ending == JOB_ENDING_NONE)
+		(void)job_end_as(job, JOB_ENDING_SUCCESS);
+	u.state = job_failed(job) ? "failed" : "success";
+	if (job_failed(job)) {
+		const struct strv *supported = &job->payload->features.failure_reasons;
+
 		/* At pickup, job_canceled goes raw (protocol.md 5.4 step 3). */
-		u.failure_reason = job->canceled_at_pickup ? job->failure_reason :
-		    job_failure_reason(&job->payload->features.failure_reasons, job->failure_reason);
+		u.failure_reason = job_saw(job, CAUSE(JOB_ENDING_CANCELED_AT_PICKUP)) ?
+		    job->failure_reason : job_failure_reason(supported, job->failure_reason);
 		u.exit_code = job->exit_code;
 	}
 	u.has_output = true;
@@ -417,7 +514,7 @@ report(struct job *job)
 	job->journal.failure_reason = u.failure_reason != NULL ? xstrdup(u.failure_reason) : NULL;
 	job->journal.exit_code = u.exit_code;
 	write_journal(job);
-	if (job->abandoned) {
+	if (job_saw(job, CAUSE(JOB_ENDING_ABANDONED))) {
 		left_to_journal(job, "the runner is leaving before the final report is sent");
 		job_enter(job, JOB_DONE);
 		return;
@@ -495,23 +592,25 @@ on_stage_done(int status, int exit_code, void *arg)
 	char name[64];
 
 	job->exec = NULL;
-	script_stage_name(&job->sj, st->which, name, sizeof(name));
+	script_stage_name(&job->input.sj, st->which, name, sizeof(name));
 	section(job, "end", name);
 	if (job->state == JOB_DONE)
 		return;
 	if (job->timer_mode == TIMER_AFTER_SCRIPT)
 		stage_timer_stop(job);
 	if (status < 0)
-		job_fail(job, "runner_system_failure", 0, "%s: %s", name, strerror(-status));
+		job_fail(job, JOB_ENDING_FAILED, "runner_system_failure", 0, "%s: %s", name,
+		    strerror(-status));
 	else if (exit_code != 0) {
 		switch (st->kind) {
 		case STAGE_PRE:
 		case STAGE_USER:
-			job_fail(job, "script_failure", exit_code, "exit code %d", exit_code);
+			job_fail(job, JOB_ENDING_FAILED, "script_failure", exit_code,
+			    "exit code %d", exit_code);
 			break;
 		case STAGE_AFTER:
 			if (!job->prep.settings.after_script_ignore_errors)
-				job_fail(job, "script_failure", exit_code,
+				job_fail(job, JOB_ENDING_FAILED, "script_failure", exit_code,
 				    "after_script: exit code %d", exit_code);
 			else
 				job_say(job, "\033[0;33mWARNING: after_script failed, but the job "
@@ -519,8 +618,8 @@ on_stage_done(int status, int exit_code, void *arg)
 			break;
 		case STAGE_POST:
 			/* Artifacts that did not reach GitLab fail the job, as in gitlab-runner. */
-			if (st->which == SCRIPT_UPLOAD_ARTIFACTS && !job->failed) {
-				job_fail(job, "script_failure", exit_code,
+			if (st->which == SCRIPT_UPLOAD_ARTIFACTS && !job_failed(job)) {
+				job_fail(job, JOB_ENDING_FAILED, "script_failure", exit_code,
 				    "%s: exit code %d", name, exit_code);
 				break;
 			}
@@ -537,17 +636,15 @@ on_stage_done(int status, int exit_code, void *arg)
 static bool
 stage_wanted(const struct job *job, const struct stage *st)
 {
-	bool stopped = job->timed_out || job->aborted || job->interrupted;
-
 	switch (st->kind) {
 	case STAGE_PRE:
 	case STAGE_USER:
-		return !stopped && !job->failed && !job->canceled;
+		return !job_stopped(job) && !job_failed(job) && !job_canceled(job);
 	case STAGE_AFTER:
 	case STAGE_POST:
-		return !stopped && job->user_phase;
+		return !job_stopped(job) && job->user_phase;
 	case STAGE_CLEANUP:
-		return !job->aborted && !job->abandoned;
+		return !job_saw(job, CAUSE(JOB_ENDING_ABORTED) | CAUSE(JOB_ENDING_ABANDONED));
 	}
 	return false;
 }
@@ -558,7 +655,6 @@ run_next_stage(struct job *job)
 	const struct executor_ops *ex = job->env.executor;
 	struct exec_stage es;
 	struct stage *st = NULL;
-	struct script_var status_var;
 	const char *title;
 	char *script = NULL, *cause = NULL, name[64];
 	size_t i;
@@ -567,18 +663,11 @@ run_next_stage(struct job *job)
 		st = &job->stages[i];
 		if (!stage_wanted(job, st))
 			continue;
-		job->sj.step_name = st->step != NULL && st->step->name != NULL ?
-		    st->step->name : "script";
-		job->sj.commands.v = st->step != NULL ? (const char *const *)st->step->script.v : NULL;
-		job->sj.commands.n = st->step != NULL ? st->step->script.n : 0;
-		job->sj.on_failure = job->failed;
-		/* after_script sees how the job went: the last export wins. */
-		job->svars[job->n_svars].key = "CI_JOB_STATUS";
-		status_var.value = job->canceled ? "canceled" : job->failed ? "failed" : "success";
-		job->svars[job->n_svars].value = st->kind == STAGE_AFTER ? status_var.value : "running";
-		job->svars[job->n_svars].file = false;
-		job->sj.n_vars = job->n_svars + 1;
-		if ((script = script_stage(&job->sj, st->which)) != NULL)
+		/* after_script sees how the job went. */
+		script_input_stage(&job->input, st->step, job_failed(job),
+		    st->kind != STAGE_AFTER ? "running" : job_canceled(job) ? "canceled" :
+		    job_failed(job) ? "failed" : "success");
+		if ((script = script_stage(&job->input.sj, st->which)) != NULL)
 			break;	/* NULL: nothing to do, skipped without a section */
 	}
 	if (i >= job->n_stages) {
@@ -599,9 +688,9 @@ run_next_stage(struct job *job)
 		stage_timer_start(job, TIMER_AFTER_SCRIPT,
 		    job->prep.settings.after_script_timeout_ns);
 
-	script_stage_name(&job->sj, st->which, name, sizeof(name));
+	script_stage_name(&job->input.sj, st->which, name, sizeof(name));
 	section(job, "start", name);
-	if ((title = stage_title(st, job->failed)) != NULL)
+	if ((title = stage_title(st, job_failed(job))) != NULL)
 		job_say(job, "\033[36;1m%s", title);
 	else
 		job_say(job, "\033[36;1mExecuting \"%s\" stage of the job script", name);
@@ -616,7 +705,7 @@ run_next_stage(struct job *job)
 	explicit_bzero(script, strlen(script));
 	free(script);
 	if (job->exec == NULL) {
-		job_fail(job, "runner_system_failure", 0, "%s", cause);
+		job_fail(job, JOB_ENDING_FAILED, "runner_system_failure", 0, "%s", cause);
 		free(cause);
 		section(job, "end", name);
 		run_next_stage(job);
@@ -652,9 +741,8 @@ on_timeout(uv_timer_t *t)
 
 	if (job->state >= JOB_REPORTING)
 		return;
-	job->timed_out = true;
-	job_fail(job, "job_execution_timeout", 0, "execution took longer than %" PRId64
-	    " seconds", secs);
+	job_fail(job, JOB_ENDING_TIMED_OUT, "job_execution_timeout", 0,
+	    "execution took longer than %" PRId64 " seconds", secs);
 	stop_stage(job, kill_grace(job));
 }
 
@@ -669,8 +757,7 @@ on_cancel_requested(void *arg)
 	st = &job->stages[job->stage];
 	if (st->kind != STAGE_USER && st->kind != STAGE_PRE)
 		return;
-	job->canceled = true;
-	job_fail(job, "job_canceled", 0, "canceled");
+	job_fail(job, JOB_ENDING_CANCELED, "job_canceled", 0, "canceled");
 	job_say(job, "\033[0;33mWARNING: script canceled externally (UI, API)");
 	log_info("job %" PRId64 ": canceled in GitLab: stopping the job's script, then "
 	    "after_script", job_id(job));
@@ -684,8 +771,8 @@ on_aborted(void *arg)
 
 	if (job->state >= JOB_REPORTING || job->state == JOB_ACKNOWLEDGING)
 		return;
-	job->aborted = true;
-	job_fail(job, "job_canceled", 0, "aborted: the job was canceled or failed in GitLab");
+	job_fail(job, JOB_ENDING_ABORTED, "job_canceled", 0,
+	    "aborted: the job was canceled or failed in GitLab");
 	log_info("job %" PRId64 ": GitLab ended the job: stopping it", job_id(job));
 	stop_stage(job, kill_grace(job));
 }
@@ -701,9 +788,8 @@ on_stage_timer(uv_timer_t *t)
 		return;
 	if (mode == TIMER_SCRIPT) {
 		/* Only the user steps end; after_script and cleanup still run (9.4). */
-		job->script_timed_out = true;
-		job_fail(job, "job_execution_timeout", 0, "the script took longer than "
-		    "RUNNER_SCRIPT_TIMEOUT");
+		job_fail(job, JOB_ENDING_SCRIPT_TIMED_OUT, "job_execution_timeout", 0,
+		    "the script took longer than RUNNER_SCRIPT_TIMEOUT");
 		stop_stage(job, kill_grace(job));
 	} else if (mode == TIMER_AFTER_SCRIPT) {
 		job_say(job, "\033[0;33mWARNING: after_script took longer than "
@@ -717,8 +803,8 @@ job_interrupt(struct job *job)
 {
 	if (job->state >= JOB_REPORTING)
 		return;
-	job->interrupted = true;
-	job_fail(job, "runner_interrupted", 0, "aborted: the runner is shutting down");
+	job_fail(job, JOB_ENDING_INTERRUPTED, "runner_interrupted", 0,
+	    "aborted: the runner is shutting down");
 	if (job->state == JOB_ACKNOWLEDGING) {
 		/* The acknowledgement's answer moves it on; nothing runs yet. */
 		return;
@@ -729,11 +815,10 @@ job_interrupt(struct job *job)
 void
 job_abandon(struct job *job)
 {
-	if (job->state == JOB_DONE || job->abandoned)
+	if (job->state == JOB_DONE || job_saw(job, CAUSE(JOB_ENDING_ABANDONED)))
 		return;
-	job->abandoned = true;
-	job->interrupted = true;
-	job_fail(job, "runner_interrupted", 0, "aborted: the runner is shutting down");
+	job_fail(job, JOB_ENDING_ABANDONED, "runner_interrupted", 0,
+	    "aborted: the runner is shutting down");
 	switch (job->state) {
 	case JOB_ACKNOWLEDGING:
 		job_enter(job, JOB_REPORTING);
@@ -775,16 +860,16 @@ stage_dir(struct job *job, const char *dir, const char *what, const char *key)
 	bool created;
 
 	if (mkdirs(dir, 0755, &created) == -1) {
-		job_fail(job, "runner_system_failure", 0, "cannot create the %s directory "
-		    "%s: %s (check %s and that this user may write there)", what, dir,
-		    strerror(errno), key);
+		job_fail(job, JOB_ENDING_SYSTEM_FAILURE, "runner_system_failure", 0,
+		    "cannot create the %s directory %s: %s (check %s and that this user may "
+		    "write there)", what, dir, strerror(errno), key);
 		return -1;
 	}
 	if (!created || job->set.user == NULL)
 		return 0;
 	if ((pw = getpwnam(job->set.user)) == NULL || chown(dir, pw->pw_uid, pw->pw_gid) == -1) {
-		job_fail(job, "runner_system_failure", 0, "cannot give the %s directory %s "
-		    "to user %s: %s", what, dir, job->set.user,
+		job_fail(job, JOB_ENDING_SYSTEM_FAILURE, "runner_system_failure", 0,
+		    "cannot give the %s directory %s to user %s: %s", what, dir, job->set.user,
 		    pw == NULL ? "no such user" : strerror(errno));
 		return -1;
 	}
@@ -815,41 +900,40 @@ on_acknowledged(enum api_update_result result, const struct api_answer *answer,
 		/* GitLab took the job back: no stages, no report (protocol.md 5.4). */
 		log_warnx("job %" PRId64 ": GitLab refused to let this runner run the job (%s); "
 		    "dropping it", job_id(job), answer->message);
-		job->dropped = true;
+		(void)job_end_as(job, JOB_ENDING_DROPPED);
 		unlink(job->journal_path);
 		unlink(job->log_path);
 		job_enter(job, JOB_DONE);
 		return;
 	}
 	if (st->cancel_requested) {
-		job->canceled = true;
-		job->canceled_at_pickup = true;
-		job_fail(job, "job_canceled", 0, "canceled before it started");
+		job_fail(job, JOB_ENDING_CANCELED_AT_PICKUP, "job_canceled", 0,
+		    "canceled before it started");
 		job_enter(job, JOB_REPORTING);
 		return;
 	}
-	if (job->interrupted) {
+	if (job_interrupted(job)) {
 		job_enter(job, JOB_REPORTING);
 		return;
 	}
 	if (job->payload->image.unsupported_options.n > 0) {
 		job_say(job, "\033[31;1mERROR: unsupported executor options: %s",
 		    job->payload->image.unsupported_options.v[0]);
-		job->system_failure = true;
-		job_fail(job, "runner_system_failure", 3, "unsupported executor options");
+		job_fail(job, JOB_ENDING_SYSTEM_FAILURE, "runner_system_failure", 3,
+		    "unsupported executor options");
 		job_enter(job, JOB_REPORTING);
 		return;
 	}
 	job_say(job, "\033[36;1mPreparing the \"shell\" executor");
 	job_say(job, "Using Shell (%s) executor...", job->set.shell);
 	if (prepare_dirs(job) != 0) {
-		job->system_failure = true;
 		job_enter(job, JOB_REPORTING);
 		return;
 	}
 	if (job->prep_error != NULL) {
 		job_say(job, "\033[31;1mERROR: %s", job->prep_error);
-		job_fail(job, "runner_configuration_error", 0, "%s", job->prep_error);
+		job_fail(job, JOB_ENDING_FAILED, "runner_configuration_error", 0, "%s",
+		    job->prep_error);
 		job_enter(job, JOB_REPORTING);
 		return;
 	}
@@ -956,159 +1040,6 @@ build_stages(struct job *job)
 	add_stage(job, SCRIPT_CLEANUP, STAGE_CLEANUP, NULL);
 }
 
-/*
- * Where git fetches from: the payload's URL (it carries the job token as
- * userinfo) or clone_url with the project path; origin gets the same
- * without the token.  repo_url, with it, is for the tmp git config's
- * insteadOf, used only with FF_GIT_URLS_WITHOUT_TOKENS false.
- */
-static void
-git_urls(struct job *job)
-{
-	const char *url = job->payload->git_info.repo_url != NULL ?
-	    job->payload->git_info.repo_url : "";
-	const char *path = job->payload->job_info.project_full_path;
-	const char *scheme_end, *at, *host_end;
-	char *base;
-
-	if (job->set.clone_url != NULL && *job->set.clone_url != '\0') {
-		base = xstrdup(job->set.clone_url);
-		while (*base && base[strlen(base) - 1] == '/')
-			base[strlen(base) - 1] = '\0';
-		job->remote_url = xasprintf("%s/%s.git", base, path != NULL ? path : "");
-		free(base);
-	} else if ((scheme_end = strstr(url, "://")) != NULL &&
-	    (at = strchr(scheme_end + 3, '@')) != NULL &&
-	    at < scheme_end + 3 + strcspn(scheme_end + 3, "/")) {
-		job->remote_url = xasprintf("%.*s%s", (int)(scheme_end + 3 - url), url, at + 1);
-	} else
-		job->remote_url = xstrdup(url);
-	if ((scheme_end = strstr(job->remote_url, "://")) != NULL) {
-		job->repo_url = xasprintf("%.*sgitlab-ci-token:%s@%s",
-		    (int)(scheme_end + 3 - job->remote_url), job->remote_url,
-		    job->payload->token, scheme_end + 3);
-		host_end = scheme_end + 3 + strcspn(scheme_end + 3, "/");
-		job->server_host = xasprintf("%.*s", (int)(host_end - job->remote_url),
-		    job->remote_url);
-	} else {
-		job->repo_url = xstrdup(job->remote_url);
-		job->server_host = xstrdup("");
-	}
-}
-
-static void
-fill_transfers(struct job *job)
-{
-	struct script_job *sj = &job->sj;
-	struct transfers_input ti = {
-		.cache_dir = job->set.cache_dir != NULL ? job->set.cache_dir : "",
-		.hash_keys = job_vars_feature_flag(&job->prep.vars, "FF_HASH_CACHE_KEYS"),
-	};
-	struct transfers *t = &job->transfers;
-
-	transfers_make(t, job->payload, &job->prep.vars, &ti);
-	sj->runner_command = job->set.runner_command != NULL ? job->set.runner_command : "";
-	sj->server_url = job->url != NULL ? job->url : "";
-	sj->job_id = job->payload->id;
-	sj->cache_request_timeout = job->prep.settings.cache_request_timeout;
-	sj->artifact_download_attempts = job->prep.settings.artifact_download_attempts;
-	sj->caches = t->caches;
-	sj->n_caches = t->n_caches;
-	sj->artifacts = t->artifacts;
-	sj->n_artifacts = t->n_artifacts;
-	sj->dependencies = t->dependencies;
-	sj->n_dependencies = t->n_dependencies;
-}
-
-/* What every stage's text is made from: filled once, per stage the step. */
-static void
-fill_script_job(struct job *job)
-{
-	struct script_job *sj = &job->sj;
-	const struct build_settings *bs = &job->prep.settings;
-	size_t i;
-
-	git_urls(job);
-	/*
-	 * The release step is made by Rails from the release: keyword, whose
-	 * fields the runner expands (gitlab-runner's writeUserScript).
-	 */
-	for (i = 0; i < job->payload->n_steps; i++) {
-		struct api_step *step = &job->payload->steps[i];
-		size_t k;
-
-		if (step->name == NULL || strcmp(step->name, "release") != 0)
-			continue;
-		for (k = 0; k < step->script.n; k++) {
-			char *line = job_vars_expand(&job->prep.vars, step->script.v[k]);
-
-			free(step->script.v[k]);
-			step->script.v[k] = line;
-		}
-	}
-	job->n_svars = job_vars_script(&job->prep.vars, &job->svars);
-	/* One more slot: CI_JOB_STATUS, set per stage in run_next_stage(). */
-	job->svars = xreallocarray(job->svars, job->n_svars + 1, sizeof(*job->svars));
-	for (i = 0; i < job->n_svars; i++)
-		if (strcmp(job->svars[i].key, "CI_SERVER_TLS_CA_FILE") == 0)
-			job->ca_var_path = xasprintf("%s/CI_SERVER_TLS_CA_FILE",
-			    job->prep.dirs.tmp_dir);
-	sj->shell = job->set.shell;
-	sj->builds_dir = job->set.builds_dir;
-	sj->project_dir = job->prep.dirs.project_dir;
-	sj->tmp_dir = job->prep.dirs.tmp_dir;
-	sj->vars = job->svars;
-	sj->n_vars = job->n_svars;
-	sj->debug_trace = bs->debug_trace;
-	sj->script_sections = job->payload->features.trace_sections &&
-	    job_vars_feature_flag(&job->prep.vars, "FF_SCRIPT_SECTIONS");
-	sj->exit_code_check = job_vars_feature_flag(&job->prep.vars,
-	    "FF_ENABLE_BASH_EXIT_CODE_CHECK");
-	sj->git_strategy = bs->git_strategy;
-	sj->repo_url = job->repo_url;
-	sj->remote_url = job->remote_url;
-	sj->server_host = job->server_host;
-	sj->git_urls_without_tokens = job_vars_feature_flag(&job->prep.vars,
-	    "FF_GIT_URLS_WITHOUT_TOKENS");
-	sj->sha = job->payload->git_info.sha != NULL ? job->payload->git_info.sha : "";
-	sj->ref = job->payload->git_info.ref != NULL ? job->payload->git_info.ref : "";
-	sj->refspecs.v = (const char *const *)job->payload->git_info.refspecs.v;
-	sj->refspecs.n = job->payload->git_info.refspecs.n;
-	sj->depth = bs->git_depth;
-	sj->checkout = bs->git_checkout;
-	sj->clean_flags = bs->git_clean_flags;
-	sj->fetch_flags = bs->git_fetch_flags;
-	sj->clone_flags = bs->git_clone_flags;
-	sj->native_clone = job_vars_feature_flag(&job->prep.vars, "FF_USE_GIT_NATIVE_CLONE");
-	sj->submodule_strategy = bs->submodule_strategy;
-	sj->submodule_paths = bs->submodule_paths;
-	sj->submodule_update_flags = bs->submodule_update_flags;
-	sj->submodule_depth = bs->submodule_depth;
-	sj->get_sources_attempts = bs->get_sources_attempts;
-	sj->user_agent = job->user_agent;
-	sj->ca_file = job->ca_var_path != NULL ? job->ca_var_path : "";
-	sj->pre_build_script = job->set.pre_build_script;
-	sj->post_build_script = job->set.post_build_script;
-	fill_transfers(job);
-	/* Hooks: config.toml's pre first and post last, the payload's inside. */
-	strv_push(&job->pre_hooks, job->set.pre_get_sources_script);
-	for (i = 0; i < job->payload->n_hooks; i++) {
-		const struct api_hook *h = &job->payload->hooks[i];
-		struct strv *to = h->name == NULL ? NULL :
-		    strcmp(h->name, "pre_get_sources_script") == 0 ? &job->pre_hooks :
-		    strcmp(h->name, "post_get_sources_script") == 0 ? &job->post_hooks : NULL;
-		size_t k;
-
-		for (k = 0; to != NULL && k < h->script.n; k++)
-			strv_push(to, h->script.v[k]);
-	}
-	strv_push(&job->post_hooks, job->set.post_get_sources_script);
-	sj->pre_get_sources.v = (const char *const *)job->pre_hooks.v;
-	sj->pre_get_sources.n = job->pre_hooks.n;
-	sj->post_get_sources.v = (const char *const *)job->post_hooks.v;
-	sj->post_get_sources.n = job->post_hooks.n;
-}
-
 struct job *
 job_start(const struct job_env *env, struct api_job *payload, struct job_settings *settings,
     const struct api_creds *creds, struct runner_info *info, const struct runner_config *rc,
@@ -1139,14 +1070,12 @@ job_start(const struct job_env *env, struct api_job *payload, struct job_setting
 	job->creds.tls_key_file = job->key_file;
 	job->done = done;
 	job->arg = arg;
-	job->state = JOB_ACKNOWLEDGING;
+	job->state = JOB_ACKNOWLEDGING;	/* the first state; job_enter() makes every change */
 	uv_timer_init(env->loop, &job->timeout);
 	job->timeout.data = job;
 	uv_timer_init(env->loop, &job->stage_timer);
 	job->stage_timer.data = job;
 	job->open_handles = 2;
-	snprintf(job->user_agent, sizeof(job->user_agent), "runner %s %s/%s", version_number(),
-	    version_os(), version_arch());
 
 	/* Variables, settings and directories, as gitlab-runner works them out (vars.c). */
 	{
@@ -1173,10 +1102,8 @@ job_start(const struct job_env *env, struct api_job *payload, struct job_setting
 			cause = NULL;
 		}
 	}
-	job->project_dir = xstrdup(job->prep.dirs.project_dir != NULL ?
-	    job->prep.dirs.project_dir : job->set.builds_dir);
 	build_stages(job);
-	fill_script_job(job);
+	script_input_make(&job->input, payload, &job->set, &job->prep, job->url);
 
 	if ((jdir = journal_dir(job->set.state_dir, &cause)) == NULL) {
 		log_error("job %" PRId64 ": %s", payload->id, cause);
@@ -1255,155 +1182,4 @@ job_start(const struct job_env *env, struct api_job *payload, struct job_setting
 		    on_acknowledged, job);
 	}
 	return job;
-}
-
-/* ---- recovery ---- */
-
-struct recovery {
-	struct recovery		*next;
-	struct journal_entry	 e;
-	struct api_creds	 creds;
-	struct trace_log	*log;
-	struct trace		*trace;
-	char			*path;
-	struct recover_all	*all;
-};
-
-struct recover_all {
-	int			 pending;
-	void			(*done)(void *);
-	void			*arg;
-	struct recovery		*list;
-};
-
-/* Every entry is settled: free them and say so. */
-static void
-recovery_done(struct recover_all *all)
-{
-	struct recovery *r;
-
-	while ((r = all->list) != NULL) {
-		all->list = r->next;
-		log_secret_remove(r->e.job_token);	/* added when read, see below */
-		journal_entry_release(&r->e);
-		free(r->path);
-		free(r);
-	}
-	all->done(all->arg);
-	free(all);
-}
-
-static void
-on_recovered(enum trace_final result, const char *last_answer, void *arg)
-{
-	struct recovery *r = arg;
-	struct recover_all *all = r->all;
-
-	if (result == TRACE_FINAL_ACCEPTED) {
-		log_info("job %" PRId64 ": the report left by the last run was delivered",
-		    r->e.job_id);
-		unlink(r->path);
-		unlink(r->e.log_path);
-	} else if (result == TRACE_FINAL_GAVE_UP) {
-		log_error("job %" PRId64 ": the report left by the last run could not be "
-		    "delivered to %s; last answer: %s", r->e.job_id, r->e.url, last_answer);
-		unlink(r->path);
-		unlink(r->e.log_path);
-	}
-	trace_close(r->trace);
-	r->trace = NULL;
-	if (r->log != NULL)
-		trace_log_close(r->log, false);
-	r->log = NULL;
-	if (--all->pending == 0)
-		recovery_done(all);
-}
-
-void
-job_recover(const struct job_env *env, const char *state_dir, const struct api_info *info,
-    void (*done)(void *arg), void *arg)
-{
-	struct recover_all *all = xcalloc(1, sizeof(*all));
-	struct trace_log_config lc = { 0 };
-	struct trace_params tp = { 0 };
-	struct api_job_update u = { 0 };
-	char **paths, *cause = NULL;
-	size_t i, n;
-
-	all->done = done;
-	all->arg = arg;
-	all->pending = 1;	/* held until every entry has started */
-	/*
-	 * Only read: the state directory is made when a job has a report to
-	 * keep, not at every start (a mistyped -c must not leave a directory
-	 * owned by root where another account's home would be).
-	 */
-	paths = journal_list(state_dir, &n, &cause);
-	if (cause != NULL) {
-		log_error("%s: reports kept there are not sent", cause);
-		free(cause);
-		cause = NULL;
-	}
-	for (i = 0; i < n; i++) {
-		struct recovery *r = xcalloc(1, sizeof(*r));
-
-		r->all = all;
-		r->path = paths[i];
-		if (journal_read(r->path, &r->e, &cause) != 0) {
-			log_error("%s: skipped", cause);
-			free(cause);
-			cause = NULL;
-			free(r->path);
-			free(r);
-			continue;
-		}
-		r->next = all->list;
-		all->list = r;
-		log_secret_add(r->e.job_token);
-		r->creds.url = r->e.url;
-		r->creds.token = "";
-		r->creds.tls_ca_file = r->e.tls_ca_file;
-		r->creds.tls_cert_file = r->e.tls_cert_file;
-		r->creds.tls_key_file = r->e.tls_key_file;
-		if ((r->log = trace_log_reopen(r->e.log_path)) == NULL) {
-			/* No log left: report with an empty one rather than not at all. */
-			lc.path = r->e.log_path;
-			r->log = trace_log_open(&lc);
-			if (r->log != NULL)
-				trace_log_finish(r->log);
-		}
-		if (r->log == NULL) {
-			log_error("job %" PRId64 ": cannot open or create %s: its report is lost",
-			    r->e.job_id, r->e.log_path);
-			continue;
-		}
-		memset(&tp, 0, sizeof(tp));
-		tp.loop = env->loop;
-		tp.api = env->api;
-		tp.creds = &r->creds;
-		tp.job_id = r->e.job_id;
-		tp.job_token = r->e.job_token;
-		tp.info = info;
-		tp.log = r->log;
-		tp.retry_limit = r->e.retry_limit;
-		r->trace = trace_new(&tp);
-		memset(&u, 0, sizeof(u));
-		if (r->e.finished && r->e.state != NULL) {
-			u.state = r->e.state;
-			u.failure_reason = r->e.failure_reason;
-			u.exit_code = (int)r->e.exit_code;
-		} else {
-			u.state = "failed";
-			u.failure_reason = "runner_system_failure";
-		}
-		log_info("job %" PRId64 ": sending the report the last run left (%s%s%s)",
-		    r->e.job_id, u.state, u.failure_reason ? ", " : "",
-		    u.failure_reason ? u.failure_reason : "");
-		all->pending++;
-		trace_finish(r->trace, &u, on_recovered, r);
-	}
-	free(paths);
-	/* Release the hold: done comes now if there was nothing to do. */
-	if (--all->pending == 0)
-		recovery_done(all);
 }

@@ -98,7 +98,7 @@ int64_t		 job_id(const struct job *job);
  * Finish the reports a crash left in the journal of state_dir: send the
  * rest of each log and its final report (a job that was still running is
  * reported failed, runner_system_failure).  done is called once, when
- * every entry is settled.
+ * every entry is settled.  In job_replay.c.
  */
 void		 job_recover(const struct job_env *env, const char *state_dir,
 		    const struct api_info *info, void (*done)(void *arg), void *arg);

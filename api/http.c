@@ -59,6 +59,16 @@ enum req_state {
 	REQ_DONE,	/* callback called (or about to be) */
 };
 
+static const char *const req_state_names[] = {
+	[REQ_NEW] = "new",
+	[REQ_ACTIVE] = "active",
+	[REQ_BACKOFF] = "backoff",
+	[REQ_QUEUED] = "queued",
+	[REQ_DONE] = "done",
+};
+_Static_assert(sizeof(req_state_names) / sizeof(req_state_names[0]) == REQ_DONE + 1,
+    "a name for every request state");
+
 struct http_req {
 	struct http		*h;
 	enum req_state		 state;
@@ -161,6 +171,27 @@ static struct pushback_gate *gate_of(struct http_req *);
 static void	hold(struct http_req *, uint64_t);
 static void	wake_held(struct http *, struct pushback_gate *);
 static bool	gate_admits(struct http_req *, uint64_t);
+static char	*log_path(const char *);
+
+/*
+ * Every change of a request's state goes through here, so that a debug log
+ * tells each request's life.  Nothing else happens on entry: the callers
+ * order their side effects around it.
+ */
+static void
+req_enter(struct http_req *r, enum req_state to)
+{
+	char *path;
+
+	/* log_path() allocates: only for a line that will be written. */
+	if (log_get_level() == LOG_LEVEL_DEBUG) {
+		path = log_path(r->url);
+		log_debug("api: %s %s: %s -> %s", r->method, path,
+		    req_state_names[r->state], req_state_names[to]);
+		free(path);
+	}
+	r->state = to;
+}
 
 /* ---- libcurl <-> libuv ---- */
 
@@ -359,7 +390,7 @@ http_req_new(struct http *h, const char *method, const char *url)
 	struct http_req *r = xcalloc(1, sizeof(*r));
 
 	r->h = h;
-	r->state = REQ_NEW;
+	r->state = REQ_NEW;	/* born; every change after goes through req_enter() */
 	r->method = xstrdup(method);
 	r->url = xstrdup(url);
 	r->body_fd = -1;
@@ -839,7 +870,7 @@ attempt_start(struct http_req *r)
 			r->write_errno = errno;
 	}
 	curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, (long)timeout);
-	r->state = REQ_ACTIVE;
+	req_enter(r, REQ_ACTIVE);
 	if ((mc = curl_multi_add_handle(h->multi, r->easy)) != CURLM_OK) {
 		r->error = -EIO;
 		snprintf(r->error_text, sizeof(r->error_text), "%s",
@@ -898,7 +929,7 @@ http_req_start(struct http_req *r, http_done_cb *cb, void *data)
 		r->gate = NULL;
 		return -EIO;
 	}
-	r->state = REQ_ACTIVE;
+	req_enter(r, REQ_ACTIVE);
 	add_request(h, r);
 	return 0;
 }
@@ -1104,7 +1135,7 @@ retry_now(struct http_req *r)
 	struct http *h = r->h;
 
 	if (h->retries_in_flight >= h->retry_slots) {
-		r->state = REQ_QUEUED;
+		req_enter(r, REQ_QUEUED);
 		r->wait_next = NULL;
 		if (h->queue_tail != NULL)
 			h->queue_tail->wait_next = r;
@@ -1194,7 +1225,7 @@ gate_of(struct http_req *r)
 static void
 hold(struct http_req *r, uint64_t until)
 {
-	r->state = REQ_BACKOFF;
+	req_enter(r, REQ_BACKOFF);
 	r->held = true;
 	r->wake_at = until != 0 && until < r->deadline_at ? until : r->deadline_at;
 	backoff_insert(r);
@@ -1410,7 +1441,7 @@ attempt_done(struct http_req *r, CURLcode rc)
 		metrics_counter_add("runner_api_retry_wait_seconds_total", labels,
 		    (double)d.delay_ms / 1000);
 	}
-	r->state = REQ_BACKOFF;
+	req_enter(r, REQ_BACKOFF);
 	r->wake_at = clock_mono_ms() + d.delay_ms;
 	backoff_insert(r);
 	arm_retry_timer(r->h);
@@ -1452,7 +1483,7 @@ finish(struct http_req *r)
 
 	if (r->state == REQ_DONE)
 		return;
-	r->state = REQ_DONE;
+	req_enter(r, REQ_DONE);
 	if (r->gate != NULL) {
 		if (pushback_gone(r->gate, r))
 			wake_held(h, r->gate);

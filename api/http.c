@@ -77,6 +77,7 @@ struct http_req {
 
 	char			*method;
 	char			*url;
+	char			*endpoint;	/* label in metrics and the gate's key */
 	struct curl_slist	*headers;
 	struct curl_slist	*secret_headers;	/* the ones that carry tokens */
 	struct curl_slist	*wire_headers;	/* what libcurl was given, this attempt */
@@ -138,6 +139,7 @@ struct http {
 	uv_timer_t	 curl_timer;	/* the one timeout libcurl asks for */
 	uv_timer_t	 retry_timer;	/* the earliest end of a backoff wait */
 	char		*user_agent;
+	char		*peer;		/* who answers, in log lines */
 	uint64_t	 max_age_ms;
 	uint64_t	 backoff_min_ms;
 	uint64_t	 backoff_max_ms;
@@ -300,6 +302,7 @@ http_new(const struct http_config *cfg)
 {
 	static int curl_ready;
 	struct http *h = xcalloc(1, sizeof(*h));
+	char *help;
 
 	if (!curl_ready) {
 		if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
@@ -308,6 +311,7 @@ http_new(const struct http_config *cfg)
 	}
 	h->loop = cfg->loop;
 	h->user_agent = xstrdup(cfg->user_agent != NULL ? cfg->user_agent : "runner");
+	h->peer = xstrdup(cfg->peer != NULL ? cfg->peer : "the server");
 	h->max_age_ms = cfg->connection_max_age_ms;
 	h->retry_slots = cfg->max_retries_in_flight ? cfg->max_retries_in_flight :
 	    DEFAULT_RETRY_SLOTS;
@@ -324,8 +328,9 @@ http_new(const struct http_config *cfg)
 	uv_timer_init(h->loop, &h->retry_timer);
 	h->retry_timer.data = h;
 	h->open_handles = 2;
-	metrics_describe("runner_api_requests_total", "counter",
-	    "HTTP requests to GitLab, each attempt, by endpoint and status.");
+	help = xasprintf("HTTP requests to %s, each attempt, by endpoint and status.", h->peer);
+	metrics_describe("runner_api_requests_total", "counter", help);
+	free(help);
 	metrics_describe("runner_api_retry_waits_total", "counter",
 	    "Waits before sending a request again, by what decided the wait.");
 	metrics_describe("runner_api_retry_wait_seconds_total", "counter",
@@ -349,6 +354,7 @@ maybe_free_http(struct http *h)
 	}
 	pushback_free(h->gates);
 	free(h->user_agent);
+	free(h->peer);
 	free(h);
 }
 
@@ -496,6 +502,13 @@ http_req_tls(struct http_req *r, const struct http_tls *tls)
 	r->ca_file = tls->ca_file && *tls->ca_file ? xstrdup(tls->ca_file) : NULL;
 	r->cert_file = tls->cert_file && *tls->cert_file ? xstrdup(tls->cert_file) : NULL;
 	r->key_file = tls->key_file && *tls->key_file ? xstrdup(tls->key_file) : NULL;
+}
+
+void
+http_req_endpoint(struct http_req *r, const char *endpoint)
+{
+	free(r->endpoint);
+	r->endpoint = xstrdup(endpoint);
 }
 
 void
@@ -898,6 +911,12 @@ http_req_start(struct http_req *r, http_done_cb *cb, void *data)
 
 	if (r->state != REQ_NEW || h->closing || r->deadline_ms == 0)
 		return -EINVAL;
+	if (r->endpoint == NULL) {
+		char endpoint[96];
+
+		http_endpoint_label(r->url, NULL, endpoint, sizeof(endpoint));
+		r->endpoint = xstrdup(endpoint);
+	}
 	if ((r->easy = curl_easy_init()) == NULL)
 		fatalx("libcurl: cannot create a handle");
 	setup_easy(r);
@@ -910,7 +929,7 @@ http_req_start(struct http_req *r, http_done_cb *cb, void *data)
 	if (verdict == PUSHBACK_WAIT_PROBE ||
 	    (verdict == PUSHBACK_WAIT_WINDOW && until < r->deadline_at)) {
 		/*
-		 * GitLab asked for a pause on this endpoint: the first attempt
+		 * The server asked for a pause on this endpoint: the first attempt
 		 * waits with the retries.  (One whose deadline ends first is
 		 * sent: its caller would rather have an answer than a timeout.)
 		 */
@@ -993,13 +1012,8 @@ request_id_of(const struct http_req *r)
 	return id != NULL && *id != '\0' ? id : r->request_id;
 }
 
-/*
- * The endpoint of a URL for metrics: the path below /api/v4 with numbers
- * as {id}, no query: /jobs/{id}/trace.  Few distinct values, whatever the
- * job ids.
- */
-static void
-endpoint_label(const char *url, char *out, size_t size)
+void
+http_endpoint_label(const char *url, const char *root, char *out, size_t size)
 {
 	const char *p = strstr(url, "://"), *q;
 	size_t n = 0;
@@ -1007,8 +1021,8 @@ endpoint_label(const char *url, char *out, size_t size)
 	p = p != NULL ? strchr(p + 3, '/') : NULL;
 	if (p == NULL)
 		p = "/";
-	if (strncmp(p, "/api/v4", 7) == 0)
-		p += 7;
+	if (root != NULL && strncmp(p, root, strlen(root)) == 0)
+		p += strlen(root);
 	while (*p != '\0' && *p != '?' && n + 5 < size) {
 		if (*p >= '0' && *p <= '9' && p[-1] == '/') {
 			for (q = p; *q >= '0' && *q <= '9'; q++)
@@ -1028,15 +1042,14 @@ endpoint_label(const char *url, char *out, size_t size)
 static void
 count_attempt(const struct http_req *r)
 {
-	char endpoint[96], labels[192], status[16];
+	char labels[192], status[16];
 
-	endpoint_label(r->url, endpoint, sizeof(endpoint));
 	if (r->status != 0)
 		snprintf(status, sizeof(status), "%ld", r->status);
 	else
 		snprintf(status, sizeof(status), "%s", r->error == -ETIMEDOUT ? "timeout" : "error");
 	snprintf(labels, sizeof(labels), "method=\"%s\",endpoint=\"%s\",status=\"%s\"",
-	    r->method, endpoint, status);
+	    r->method, r->endpoint, status);
 	metrics_counter_add("runner_api_requests_total", labels, 1);
 }
 
@@ -1207,15 +1220,14 @@ arm_retry_timer(struct http *h)
 static struct pushback_gate *
 gate_of(struct http_req *r)
 {
-	char endpoint[96], *key;
+	char *key;
 	const char *p = strstr(r->url, "://"), *end;
 	struct pushback_gate *g;
 	int origin;
 
-	endpoint_label(r->url, endpoint, sizeof(endpoint));
 	end = p != NULL ? strchr(p + 3, '/') : NULL;
 	origin = end != NULL ? (int)(end - r->url) : (int)strlen(r->url);
-	key = xasprintf("%s %.*s%s", r->method, origin, r->url, endpoint);
+	key = xasprintf("%s %.*s%s", r->method, origin, r->url, r->endpoint);
 	g = pushback_gate(&r->h->gates, key, clock_mono_ms());
 	free(key);
 	return g;
@@ -1297,9 +1309,9 @@ tell_gate(struct http_req *r, const struct retry_decision *d)
 		wake_held(r->h, r->gate);
 	} else if (was_open && wait_until != 0) {
 		path = log_path(r->url);
-		log_warnx("api: %s %s: GitLab asked for a pause: no more %s requests to this "
+		log_warnx("api: %s %s: %s asked for a pause: no more %s requests to this "
 		    "endpoint for %llu ms, then one before the rest", r->method, path,
-		    r->method, (unsigned long long)d->delay_ms);
+		    r->h->peer, r->method, (unsigned long long)d->delay_ms);
 		free(path);
 	}
 }
@@ -1563,5 +1575,6 @@ http_req_free(struct http_req *r)
 	free(r->key_file);
 	free(r->method);
 	free(r->url);
+	free(r->endpoint);
 	free(r);
 }

@@ -95,7 +95,8 @@ struct api {
 
 static char user_agent[128];
 
-const char *
+/* "runner <version> (<revision>; <os>/<arch>)". */
+static const char *
 api_user_agent(void)
 {
 	if (user_agent[0] == '\0')

@@ -493,7 +493,4 @@ struct api	*api_new(const struct api_config *cfg);
 void		 api_close(struct api *a);
 void		 api_call_cancel(struct api_call *call);
 
-/* The User-Agent: "runner <version> (<revision>; <os>/<arch>)". */
-const char	*api_user_agent(void);
-
 #endif

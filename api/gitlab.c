@@ -95,7 +95,8 @@ struct api {
 
 static char user_agent[128];
 
-const char *
+/* "runner <version> (<revision>; <os>/<arch>)". */
+static const char *
 api_user_agent(void)
 {
 	if (user_agent[0] == '\0')
@@ -131,6 +132,7 @@ api_new(const struct api_config *cfg)
 	struct http_config hc = {
 		.loop = cfg->loop,
 		.user_agent = api_user_agent(),
+		.peer = "GitLab",
 		.connection_max_age_ms = cfg->connection_max_age_ms,
 		.backoff_min_ms = cfg->backoff_min_ms,
 		.backoff_max_ms = cfg->backoff_max_ms,
@@ -447,9 +449,12 @@ call_prepare_url(struct api *a, enum call_kind kind, const struct api_creds *cre
     const char *method, const char *url, void *data)
 {
 	struct api_call *call = call_new(a, kind, data);
-	char *cause;
+	char *cause, endpoint[96];
 
 	call->req = http_req_new(a->http, method, url);
+	/* Endpoints are named as GitLab's API documents them: below /api/v4. */
+	http_endpoint_label(url, "/api/v4", endpoint, sizeof(endpoint));
+	http_req_endpoint(call->req, endpoint);
 	if ((cause = apply_tls(a, call->req, creds)) != NULL) {
 		http_req_free(call->req);
 		call->req = NULL;

@@ -59,6 +59,16 @@ enum req_state {
 	REQ_DONE,	/* callback called (or about to be) */
 };
 
+static const char *const req_state_names[] = {
+	[REQ_NEW] = "new",
+	[REQ_ACTIVE] = "active",
+	[REQ_BACKOFF] = "backoff",
+	[REQ_QUEUED] = "queued",
+	[REQ_DONE] = "done",
+};
+_Static_assert(sizeof(req_state_names) / sizeof(req_state_names[0]) == REQ_DONE + 1,
+    "a name for every request state");
+
 struct http_req {
 	struct http		*h;
 	enum req_state		 state;
@@ -67,6 +77,7 @@ struct http_req {
 
 	char			*method;
 	char			*url;
+	char			*endpoint;	/* label in metrics and the gate's key */
 	struct curl_slist	*headers;
 	struct curl_slist	*secret_headers;	/* the ones that carry tokens */
 	struct curl_slist	*wire_headers;	/* what libcurl was given, this attempt */
@@ -128,6 +139,7 @@ struct http {
 	uv_timer_t	 curl_timer;	/* the one timeout libcurl asks for */
 	uv_timer_t	 retry_timer;	/* the earliest end of a backoff wait */
 	char		*user_agent;
+	char		*peer;		/* who answers, in log lines */
 	uint64_t	 max_age_ms;
 	uint64_t	 backoff_min_ms;
 	uint64_t	 backoff_max_ms;
@@ -161,6 +173,27 @@ static struct pushback_gate *gate_of(struct http_req *);
 static void	hold(struct http_req *, uint64_t);
 static void	wake_held(struct http *, struct pushback_gate *);
 static bool	gate_admits(struct http_req *, uint64_t);
+static char	*log_path(const char *);
+
+/*
+ * Every change of a request's state goes through here, so that a debug log
+ * tells each request's life.  Nothing else happens on entry: the callers
+ * order their side effects around it.
+ */
+static void
+req_enter(struct http_req *r, enum req_state to)
+{
+	char *path;
+
+	/* log_path() allocates: only for a line that will be written. */
+	if (log_get_level() == LOG_LEVEL_DEBUG) {
+		path = log_path(r->url);
+		log_debug("api: %s %s: %s -> %s", r->method, path,
+		    req_state_names[r->state], req_state_names[to]);
+		free(path);
+	}
+	r->state = to;
+}
 
 /* ---- libcurl <-> libuv ---- */
 
@@ -269,6 +302,7 @@ http_new(const struct http_config *cfg)
 {
 	static int curl_ready;
 	struct http *h = xcalloc(1, sizeof(*h));
+	char *help;
 
 	if (!curl_ready) {
 		if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
@@ -277,6 +311,7 @@ http_new(const struct http_config *cfg)
 	}
 	h->loop = cfg->loop;
 	h->user_agent = xstrdup(cfg->user_agent != NULL ? cfg->user_agent : "runner");
+	h->peer = xstrdup(cfg->peer != NULL ? cfg->peer : "the server");
 	h->max_age_ms = cfg->connection_max_age_ms;
 	h->retry_slots = cfg->max_retries_in_flight ? cfg->max_retries_in_flight :
 	    DEFAULT_RETRY_SLOTS;
@@ -293,8 +328,9 @@ http_new(const struct http_config *cfg)
 	uv_timer_init(h->loop, &h->retry_timer);
 	h->retry_timer.data = h;
 	h->open_handles = 2;
-	metrics_describe("runner_api_requests_total", "counter",
-	    "HTTP requests to GitLab, each attempt, by endpoint and status.");
+	help = xasprintf("HTTP requests to %s, each attempt, by endpoint and status.", h->peer);
+	metrics_describe("runner_api_requests_total", "counter", help);
+	free(help);
 	metrics_describe("runner_api_retry_waits_total", "counter",
 	    "Waits before sending a request again, by what decided the wait.");
 	metrics_describe("runner_api_retry_wait_seconds_total", "counter",
@@ -318,6 +354,7 @@ maybe_free_http(struct http *h)
 	}
 	pushback_free(h->gates);
 	free(h->user_agent);
+	free(h->peer);
 	free(h);
 }
 
@@ -359,7 +396,7 @@ http_req_new(struct http *h, const char *method, const char *url)
 	struct http_req *r = xcalloc(1, sizeof(*r));
 
 	r->h = h;
-	r->state = REQ_NEW;
+	r->state = REQ_NEW;	/* born; every change after goes through req_enter() */
 	r->method = xstrdup(method);
 	r->url = xstrdup(url);
 	r->body_fd = -1;
@@ -465,6 +502,13 @@ http_req_tls(struct http_req *r, const struct http_tls *tls)
 	r->ca_file = tls->ca_file && *tls->ca_file ? xstrdup(tls->ca_file) : NULL;
 	r->cert_file = tls->cert_file && *tls->cert_file ? xstrdup(tls->cert_file) : NULL;
 	r->key_file = tls->key_file && *tls->key_file ? xstrdup(tls->key_file) : NULL;
+}
+
+void
+http_req_endpoint(struct http_req *r, const char *endpoint)
+{
+	free(r->endpoint);
+	r->endpoint = xstrdup(endpoint);
 }
 
 void
@@ -839,7 +883,7 @@ attempt_start(struct http_req *r)
 			r->write_errno = errno;
 	}
 	curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, (long)timeout);
-	r->state = REQ_ACTIVE;
+	req_enter(r, REQ_ACTIVE);
 	if ((mc = curl_multi_add_handle(h->multi, r->easy)) != CURLM_OK) {
 		r->error = -EIO;
 		snprintf(r->error_text, sizeof(r->error_text), "%s",
@@ -867,6 +911,12 @@ http_req_start(struct http_req *r, http_done_cb *cb, void *data)
 
 	if (r->state != REQ_NEW || h->closing || r->deadline_ms == 0)
 		return -EINVAL;
+	if (r->endpoint == NULL) {
+		char endpoint[96];
+
+		http_endpoint_label(r->url, NULL, endpoint, sizeof(endpoint));
+		r->endpoint = xstrdup(endpoint);
+	}
 	if ((r->easy = curl_easy_init()) == NULL)
 		fatalx("libcurl: cannot create a handle");
 	setup_easy(r);
@@ -879,7 +929,7 @@ http_req_start(struct http_req *r, http_done_cb *cb, void *data)
 	if (verdict == PUSHBACK_WAIT_PROBE ||
 	    (verdict == PUSHBACK_WAIT_WINDOW && until < r->deadline_at)) {
 		/*
-		 * GitLab asked for a pause on this endpoint: the first attempt
+		 * The server asked for a pause on this endpoint: the first attempt
 		 * waits with the retries.  (One whose deadline ends first is
 		 * sent: its caller would rather have an answer than a timeout.)
 		 */
@@ -898,7 +948,7 @@ http_req_start(struct http_req *r, http_done_cb *cb, void *data)
 		r->gate = NULL;
 		return -EIO;
 	}
-	r->state = REQ_ACTIVE;
+	req_enter(r, REQ_ACTIVE);
 	add_request(h, r);
 	return 0;
 }
@@ -962,13 +1012,8 @@ request_id_of(const struct http_req *r)
 	return id != NULL && *id != '\0' ? id : r->request_id;
 }
 
-/*
- * The endpoint of a URL for metrics: the path below /api/v4 with numbers
- * as {id}, no query: /jobs/{id}/trace.  Few distinct values, whatever the
- * job ids.
- */
-static void
-endpoint_label(const char *url, char *out, size_t size)
+void
+http_endpoint_label(const char *url, const char *root, char *out, size_t size)
 {
 	const char *p = strstr(url, "://"), *q;
 	size_t n = 0;
@@ -976,8 +1021,8 @@ endpoint_label(const char *url, char *out, size_t size)
 	p = p != NULL ? strchr(p + 3, '/') : NULL;
 	if (p == NULL)
 		p = "/";
-	if (strncmp(p, "/api/v4", 7) == 0)
-		p += 7;
+	if (root != NULL && strncmp(p, root, strlen(root)) == 0)
+		p += strlen(root);
 	while (*p != '\0' && *p != '?' && n + 5 < size) {
 		if (*p >= '0' && *p <= '9' && p[-1] == '/') {
 			for (q = p; *q >= '0' && *q <= '9'; q++)
@@ -997,15 +1042,14 @@ endpoint_label(const char *url, char *out, size_t size)
 static void
 count_attempt(const struct http_req *r)
 {
-	char endpoint[96], labels[192], status[16];
+	char labels[192], status[16];
 
-	endpoint_label(r->url, endpoint, sizeof(endpoint));
 	if (r->status != 0)
 		snprintf(status, sizeof(status), "%ld", r->status);
 	else
 		snprintf(status, sizeof(status), "%s", r->error == -ETIMEDOUT ? "timeout" : "error");
 	snprintf(labels, sizeof(labels), "method=\"%s\",endpoint=\"%s\",status=\"%s\"",
-	    r->method, endpoint, status);
+	    r->method, r->endpoint, status);
 	metrics_counter_add("runner_api_requests_total", labels, 1);
 }
 
@@ -1104,7 +1148,7 @@ retry_now(struct http_req *r)
 	struct http *h = r->h;
 
 	if (h->retries_in_flight >= h->retry_slots) {
-		r->state = REQ_QUEUED;
+		req_enter(r, REQ_QUEUED);
 		r->wait_next = NULL;
 		if (h->queue_tail != NULL)
 			h->queue_tail->wait_next = r;
@@ -1176,15 +1220,14 @@ arm_retry_timer(struct http *h)
 static struct pushback_gate *
 gate_of(struct http_req *r)
 {
-	char endpoint[96], *key;
+	char *key;
 	const char *p = strstr(r->url, "://"), *end;
 	struct pushback_gate *g;
 	int origin;
 
-	endpoint_label(r->url, endpoint, sizeof(endpoint));
 	end = p != NULL ? strchr(p + 3, '/') : NULL;
 	origin = end != NULL ? (int)(end - r->url) : (int)strlen(r->url);
-	key = xasprintf("%s %.*s%s", r->method, origin, r->url, endpoint);
+	key = xasprintf("%s %.*s%s", r->method, origin, r->url, r->endpoint);
 	g = pushback_gate(&r->h->gates, key, clock_mono_ms());
 	free(key);
 	return g;
@@ -1194,7 +1237,7 @@ gate_of(struct http_req *r)
 static void
 hold(struct http_req *r, uint64_t until)
 {
-	r->state = REQ_BACKOFF;
+	req_enter(r, REQ_BACKOFF);
 	r->held = true;
 	r->wake_at = until != 0 && until < r->deadline_at ? until : r->deadline_at;
 	backoff_insert(r);
@@ -1266,9 +1309,9 @@ tell_gate(struct http_req *r, const struct retry_decision *d)
 		wake_held(r->h, r->gate);
 	} else if (was_open && wait_until != 0) {
 		path = log_path(r->url);
-		log_warnx("api: %s %s: GitLab asked for a pause: no more %s requests to this "
+		log_warnx("api: %s %s: %s asked for a pause: no more %s requests to this "
 		    "endpoint for %llu ms, then one before the rest", r->method, path,
-		    r->method, (unsigned long long)d->delay_ms);
+		    r->h->peer, r->method, (unsigned long long)d->delay_ms);
 		free(path);
 	}
 }
@@ -1410,7 +1453,7 @@ attempt_done(struct http_req *r, CURLcode rc)
 		metrics_counter_add("runner_api_retry_wait_seconds_total", labels,
 		    (double)d.delay_ms / 1000);
 	}
-	r->state = REQ_BACKOFF;
+	req_enter(r, REQ_BACKOFF);
 	r->wake_at = clock_mono_ms() + d.delay_ms;
 	backoff_insert(r);
 	arm_retry_timer(r->h);
@@ -1452,7 +1495,7 @@ finish(struct http_req *r)
 
 	if (r->state == REQ_DONE)
 		return;
-	r->state = REQ_DONE;
+	req_enter(r, REQ_DONE);
 	if (r->gate != NULL) {
 		if (pushback_gone(r->gate, r))
 			wake_held(h, r->gate);
@@ -1532,5 +1575,6 @@ http_req_free(struct http_req *r)
 	free(r->key_file);
 	free(r->method);
 	free(r->url);
+	free(r->endpoint);
 	free(r);
 }

@@ -1,7 +1,9 @@
 /*
  * HTTP on libcurl's multi socket interface, driven by libuv, with the
  * retry layer.  Knows nothing of GitLab: the GitLab calls (api.h) and,
- * later, the docker executor build on it.
+ * later, the docker executor build on it.  What a caller's peer is called
+ * in log lines and what its endpoints are called in metrics are the
+ * caller's to say (http_config.peer, http_req_endpoint()).
  *
  * One struct http per loop owns the curl multi handle, one uv_timer and a
  * uv_poll per socket libcurl asks us to watch (curl's multi-uv pattern).
@@ -39,6 +41,11 @@ struct http_req;
 struct http_config {
 	uv_loop_t	*loop;
 	const char	*user_agent;		/* copied */
+	/*
+	 * Who answers, as log lines and the help of the request counter name
+	 * it ("GitLab asked for a pause"); copied.  NULL: "the server".
+	 */
+	const char	*peer;
 	/* Connections older than this are not reused (0: no limit). */
 	uint64_t	 connection_max_age_ms;
 	/*
@@ -117,6 +124,13 @@ void		 http_req_secret_body(struct http_req *r, const char *content_type,
 void		 http_req_body_fd(struct http_req *r, const char *content_type,
 		    int fd, off_t offset, off_t len);
 void		 http_req_tls(struct http_req *r, const struct http_tls *tls);
+/*
+ * What the request is for, as the endpoint label of runner_api_requests_total
+ * and the pushback class it belongs to (with its method and origin): few
+ * distinct values, no ids, no query, no quotes ("/jobs/{id}/trace"); copied.
+ * Default: http_endpoint_label(url, NULL).
+ */
+void		 http_req_endpoint(struct http_req *r, const char *endpoint);
 void		 http_req_flags(struct http_req *r, int flags);
 /* Deadline for the whole request, retries included (default 60 min). */
 void		 http_req_deadline(struct http_req *r, uint64_t timeout_ms);
@@ -144,6 +158,14 @@ const char	*http_req_response_header(const struct http_req *r, const char *name)
 /* The method and URL the request was made with, whatever it was redirected to. */
 const char	*http_req_method(const struct http_req *r);
 const char	*http_req_url(const struct http_req *r);
+
+/*
+ * The endpoint label of a URL: its path, less root if the path starts with
+ * it (NULL: nothing taken off), each all-digit segment as {id}, no query.
+ * Cut to fit size.
+ */
+void		 http_endpoint_label(const char *url, const char *root, char *out,
+		    size_t size);
 
 /* How many requests are active or waiting to retry (for shutdown and tests). */
 unsigned	 http_active(const struct http *h);

@@ -62,6 +62,15 @@ enum conn_state {
 	CONN_CLOSED,	/* handles closing */
 };
 
+static const char *const conn_state_names[] = {
+	[CONN_READING] = "reading",
+	[CONN_WRITING] = "writing",
+	[CONN_LINGER] = "linger",
+	[CONN_CLOSED] = "closed",
+};
+_Static_assert(sizeof(conn_state_names) / sizeof(conn_state_names[0]) ==
+    CONN_CLOSED + 1, "a name for every connection state");
+
 struct conn {
 	struct metrics_server	*s;
 	struct conn		*prev, *next;
@@ -70,6 +79,7 @@ struct conn {
 	uv_write_t		 wreq;
 	uv_shutdown_t		 sreq;
 	enum conn_state		 state;
+	unsigned		 id;		/* for the log */
 	unsigned		 open_handles;
 	bool			 close_after;	/* after the response in flight */
 	struct buf		 in;		/* request bytes, REQ_MAX at most */
@@ -87,6 +97,7 @@ struct metrics_server {
 	struct conn		*conns;		/* open ones */
 	unsigned		 nconns;	/* open ones, for MAX_CONNS */
 	unsigned		 allocated;	/* not freed yet, closing too */
+	unsigned		 accepted;	/* connections so far: the next id */
 	bool			 closing;
 	bool			 listener_closed;
 	/* Every read lands here first; the loop thread reads one at a time. */
@@ -110,6 +121,15 @@ static void	conn_process(struct conn *);
 static void	on_alloc(uv_handle_t *, size_t, uv_buf_t *);
 static void	on_read(uv_stream_t *, ssize_t, const uv_buf_t *);
 static void	on_timeout(uv_timer_t *);
+
+/* Every change of a connection's state goes through here, and is logged. */
+static void
+conn_enter(struct conn *c, enum conn_state to)
+{
+	log_debug("metrics: connection %u: %s -> %s", c->id,
+	    conn_state_names[c->state], conn_state_names[to]);
+	c->state = to;
+}
 
 static void
 server_maybe_free(struct metrics_server *s)
@@ -369,7 +389,7 @@ conn_linger(struct conn *c)
 {
 	uint64_t	ms = LINGER_MS;
 
-	c->state = CONN_LINGER;
+	conn_enter(c, CONN_LINGER);
 	c->sreq.data = c;
 	if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
 		conn_close(c);
@@ -404,7 +424,7 @@ on_write(uv_write_t *req, int status)
 	}
 
 	/* The next request gets the whole timeout, counted from now. */
-	c->state = CONN_READING;
+	conn_enter(c, CONN_READING);
 	uv_timer_start(&c->timer, on_timeout, c->s->timeout_ms, 0);
 	conn_process(c);	/* one may be buffered already (pipelining) */
 	if (c->state == CONN_READING &&
@@ -445,7 +465,7 @@ respond(struct conn *c, int status, const char *content_type, bool head_only,
 		n = 2;
 	}
 	uv_read_stop((uv_stream_t *)&c->tcp);
-	c->state = CONN_WRITING;
+	conn_enter(c, CONN_WRITING);
 	c->wreq.data = c;
 	if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs, n, on_write) != 0)
 		conn_close(c);
@@ -631,7 +651,7 @@ conn_close(struct conn *c)
 
 	if (c->state == CONN_CLOSED)
 		return;
-	c->state = CONN_CLOSED;
+	conn_enter(c, CONN_CLOSED);
 	if (c->prev != NULL)
 		c->prev->next = c->next;
 	else
@@ -663,7 +683,8 @@ on_connection(uv_stream_t *listener, int status)
 	c->tcp.data = c;
 	c->timer.data = c;
 	c->open_handles = 2;
-	c->state = CONN_READING;
+	c->id = ++s->accepted;
+	c->state = CONN_READING;	/* born; every change after goes through conn_enter() */
 	s->allocated++;
 	c->next = s->conns;
 	if (s->conns != NULL)

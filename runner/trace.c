@@ -48,7 +48,13 @@ enum sender_state {
 };
 
 static const char *const sender_state_names[] = {
-	"idle", "syncing", "patching", "touching", "final put", "done", "closing",
+	[SENDER_IDLE] = "idle",
+	[SENDER_SYNCING] = "syncing",
+	[SENDER_PATCHING] = "patching",
+	[SENDER_TOUCHING] = "touching",
+	[SENDER_FINAL_PUT] = "final put",
+	[SENDER_DONE] = "done",
+	[SENDER_CLOSING] = "closing",
 };
 _Static_assert(sizeof(sender_state_names) / sizeof(sender_state_names[0]) ==
     SENDER_CLOSING + 1, "a name for every sender state");
@@ -469,7 +475,7 @@ trace_new(const struct trace_params *p)
 {
 	struct trace *t = xcalloc(1, sizeof(*t));
 
-	t->state = SENDER_IDLE;
+	t->state = SENDER_IDLE;	/* born; every change after goes through set_state() */
 	t->loop = p->loop;
 	t->api = p->api;
 	t->creds = p->creds;

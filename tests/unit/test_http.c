@@ -763,6 +763,26 @@ test_retry_slots_bound_retries_in_flight(void **state)
 	env_close(&e);
 }
 
+/* The caller names the root its endpoints are named below; ids and query go. */
+static void
+test_endpoint_label(void **state)
+{
+	char out[96];
+
+	(void)state;
+	http_endpoint_label("http://h:1/api/v4/jobs/7/trace?debug_trace=false", "/api/v4",
+	    out, sizeof(out));
+	assert_string_equal(out, "/jobs/{id}/trace");
+	http_endpoint_label("http://h:1/api/v4/jobs/7/trace?debug_trace=false", NULL,
+	    out, sizeof(out));
+	assert_string_equal(out, "/api/v4/jobs/{id}/trace");
+	http_endpoint_label("https://h/gitlab/api/v4/runners/12a/x", "/api/v4", out,
+	    sizeof(out));
+	assert_string_equal(out, "/gitlab/api/v4/runners/12a/x");
+	http_endpoint_label("http://h", NULL, out, sizeof(out));
+	assert_string_equal(out, "/");
+}
+
 int
 main(void)
 {
@@ -780,6 +800,7 @@ main(void)
 		cmocka_unit_test(test_cancel_while_waiting),
 		cmocka_unit_test(test_close_cancels_everything_once),
 		cmocka_unit_test(test_retry_slots_bound_retries_in_flight),
+		cmocka_unit_test(test_endpoint_label),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -316,26 +316,48 @@ cli_given(const struct cli_command *cmd, const void *opts, const char *name)
 	fatalx("%s: no option --%s", cmd->name, name);
 }
 
-/* "  -c, --config FILE" and its help, the help starting in one column. */
+#define HELP_COLUMN	32
+#define HELP_WIDTH	80
+
+/*
+ * "  -c, --config FILE" and its help, the help starting in one column and
+ * folded at the blanks to fit a terminal.
+ */
 static void
 help_line(FILE *f, char short_name, const char *name, const char *arg, const char *text,
     const char *def, const char *env)
 {
-	char left[128];
-	int n;
+	char left[128], right[1024];
+	const char *p, *blank;
+	int n, col;
 
 	n = snprintf(left, sizeof(left), "  %c%c%c --%s%s%s", short_name ? '-' : ' ',
 	    short_name ? short_name : ' ', short_name ? ',' : ' ', name, arg ? " " : "",
 	    arg ? arg : "");
-	if (n >= 32)
-		fprintf(f, "%s\n%-32s", left, "");
-	else
-		fprintf(f, "%-32s", left);
-	fputs(text != NULL ? text : "", f);
-	if (def != NULL && *def != '\0')
-		fprintf(f, " (default: %s)", def);
+	snprintf(right, sizeof(right), "%s%s%s%s%s%s", text != NULL ? text : "",
+	    def != NULL && *def ? " (default: " : "", def != NULL && *def ? def : "",
+	    def != NULL && *def ? ")" : "", env != NULL ? " [$" : "", env != NULL ? env : "");
 	if (env != NULL)
-		fprintf(f, " [$%s]", env);
+		strncat(right, "]", sizeof(right) - strlen(right) - 1);
+	fputs(left, f);
+	if (n >= HELP_COLUMN)
+		fprintf(f, "\n%*s", HELP_COLUMN, "");
+	else
+		fprintf(f, "%*s", HELP_COLUMN - n, "");
+	col = HELP_COLUMN;
+	for (p = right; *p != '\0'; p = *blank ? blank + 1 : blank) {
+		blank = strchrnul(p, ' ');
+		n = (int)(blank - p);
+		if (col > HELP_COLUMN && col + 1 + n > HELP_WIDTH) {
+			fprintf(f, "\n%*s", HELP_COLUMN, "");
+			col = HELP_COLUMN;
+		} else if (col > HELP_COLUMN) {
+			fputc(' ', f);
+			col++;
+		}
+		fwrite(p, 1, (size_t)n, f);
+		col += n;
+	}
 	fputc('\n', f);
 }
 
@@ -351,45 +373,4 @@ cli_help(const struct cli_command *cmd, FILE *f)
 		help_line(f, o->short_name, o->name, takes_value(o) ?
 		    (o->arg != NULL ? o->arg : "VALUE") : NULL, o->help, o->def, o->env);
 	help_line(f, 'h', "help", NULL, "show this help", NULL, NULL);
-}
-
-/* ---- the getopt helpers the commands used before their tables (going) ---- */
-#include <getopt.h>
-
-int
-cmd_usage_error(const char *usage, const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("runner: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nusage: %s\n", usage);
-	return 2;
-}
-
-int
-cmd_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
-    const char *cmd, const char *usage)
-{
-	int ch = getopt_long(argc, argv, shortopts, longopts, NULL);
-
-	if (ch == ':') {
-		cmd_usage_error(usage, "%s: %s needs a value", cmd, argv[optind - 1]);
-		return CMD_BAD_FLAG;
-	}
-	if (ch == '?') {
-		cmd_usage_error(usage, "%s: unknown flag '%s'", cmd, argv[optind - 1]);
-		return CMD_BAD_FLAG;
-	}
-	return ch;
-}
-
-int
-cmd_no_arguments(int argc, char **argv, const char *cmd, const char *usage)
-{
-	if (optind < argc)
-		return cmd_usage_error(usage, "%s: unexpected argument '%s'", cmd, argv[optind]);
-	return 0;
 }

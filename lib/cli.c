@@ -1,7 +1,6 @@
 /*
  * The one parser of every command's options; see cli.h for the rules.
  */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 #include "lib/cli.h"
 #include "lib/duration.h"
 #include "lib/log.h"
+#include "lib/strconv.h"
 #include "lib/strv.h"
 #include "lib/xmalloc.h"
 
@@ -58,27 +58,6 @@ cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
 	return 2;
 }
 
-/* Go's strconv.ParseBool, which gitlab-runner reads bool flags with. */
-static int
-parse_bool(const char *s, bool *out)
-{
-	static const char *const yes[] = { "1", "t", "T", "true", "TRUE", "True" };
-	static const char *const no[] = { "0", "f", "F", "false", "FALSE", "False" };
-	size_t i;
-
-	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
-		if (strcmp(s, yes[i]) == 0) {
-			*out = true;
-			return 0;
-		}
-		if (strcmp(s, no[i]) == 0) {
-			*out = false;
-			return 0;
-		}
-	}
-	return -1;
-}
-
 static int
 bad_value(struct parse *p, const char *from, const char *value, const char *what)
 {
@@ -95,15 +74,14 @@ static int
 set_value(struct parse *p, size_t idx, const char *value, const char *from, bool given)
 {
 	const struct cli_option *o = &p->cmd->options[idx];
-	char *field = p->opts + o->offset, *end;
-	long long n;
-	int64_t ns;
+	char *field = p->opts + o->offset;
+	int64_t n, ns;
 
 	switch (o->type) {
 	case CLI_BOOL:
 		if (value == NULL)
 			*(bool *)field = true;
-		else if (parse_bool(value, (bool *)field) != 0)
+		else if (strconv_parse_bool(value, (bool *)field) != 0)
 			return bad_value(p, from, value, "true or false");
 		break;
 	case CLI_STRING:
@@ -113,9 +91,7 @@ set_value(struct parse *p, size_t idx, const char *value, const char *from, bool
 		strv_push((struct strv *)field, value);
 		break;
 	case CLI_INT:
-		errno = 0;
-		n = strtoll(value, &end, 10);
-		if (errno != 0 || end == value || *end != '\0' ||
+		if (strconv_parse_int(value, &n) != 0 ||
 		    ((o->min != 0 || o->max != 0) && (n < o->min || n > o->max)))
 			return bad_value(p, from, value, o->what != NULL ? o->what :
 			    "a whole number");

@@ -20,7 +20,7 @@ static const char *const entry_state_names[] = {
 	[ENTRY_FAILED] = "failed",
 };
 
-void
+static void
 entry_set_state(struct entry *en, enum entry_state state)
 {
 	log_debug("%s: %s -> %s", en->label != NULL ? en->label : "runner",

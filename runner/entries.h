@@ -6,8 +6,9 @@
  * answer changed it.  The command brings its request and what the answer
  * means (struct entries_ops); the rest is here, once.
  *
- * Each entry goes CHOSEN -> SENT -> OK, CHANGED, REMOVE or FAILED, and
- * only through entry_set_state(), which logs old -> new at debug level.
+ * Each entry goes IDLE -> CHOSEN -> SENT -> OK, CHANGED, REMOVE or FAILED,
+ * only through entries.c's one transition function, which logs old -> new
+ * at debug level; the commands move it with the calls below.
  */
 #ifndef RUNNER_ENTRIES_H
 #define RUNNER_ENTRIES_H
@@ -88,7 +89,6 @@ struct entries_ops {
 /* The whole command after its own flag checks: its exit status. */
 int	entries_run(const struct entries_ops *ops, const struct entries_opts *o, void *data);
 
-void	entry_set_state(struct entry *en, enum entry_state state);
 /* The request of en was answered: state is OK, CHANGED, REMOVE or FAILED. */
 void	entry_answered(struct entry *en, enum entry_state state);
 /* Choose the runner --url and --token name, which config.toml does not hold. */

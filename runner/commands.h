@@ -39,6 +39,7 @@ extern const struct cli_command cmd_status_entry;
 #define CMD_OPT_CONFIG(type, field)	CLI_OPT("config", 'c', CLI_STRING, "CONFIG_FILE", \
 	offsetof(type, field), "FILE", "the config file (default: " \
 	"/etc/gitlab-runner/config.toml as root, ~/.gitlab-runner/config.toml otherwise)")
+
 /*
  * The systemd unit `runner install` writes (cmd_service.c): the packaged
  * unit with the ExecStart flags, binary and config directory of these.

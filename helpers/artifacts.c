@@ -17,7 +17,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,12 +38,6 @@
 #include "lib/strv.h"
 #include "lib/xmalloc.h"
 
-static const char upload_usage[] =
-    "runner artifacts-uploader --url URL --id JOB_ID [--path GLOB]... [--exclude GLOB]... "
-    "[--untracked] [--name NAME] [--artifact-format zip|gzip|raw] [--artifact-type TYPE] "
-    "[--expire-in DURATION] [--timeout DURATION]";
-static const char download_usage[] =
-    "runner artifacts-downloader --url URL --id JOB_ID [--timeout DURATION]";
 
 /* One call on the helper's own loop, waited for. */
 struct transfer {
@@ -97,17 +90,6 @@ creds_for(struct api_creds *c, const char *url)
 	c->tls_key_file = getenv("CI_SERVER_TLS_KEY_FILE");
 }
 
-static int
-parse_timeout(const char *usage, const char *flag, const char *v, uint64_t *ms)
-{
-	int64_t ns;
-
-	if (duration_parse(v, &ns) == -1 || ns <= 0)
-		return cmd_usage_error(usage, "%s: \"%s\" is not a duration", flag, v);
-	*ms = (uint64_t)(ns / 1000000);
-	return 0;
-}
-
 /* A temp file for transfer bytes: $TMPDIR or /tmp. */
 static int
 temp_file(char **path)
@@ -147,6 +129,8 @@ struct upload_opts {
 	const char	*type;
 	const char	*expire_in;
 	uint64_t	 timeout_ms;
+	uint64_t	 response_header_timeout_ms;	/* checked, not used */
+	const char	*token;		/* refused */
 };
 
 /* The part's file name: the artifact name's last part, or "default". */
@@ -283,20 +267,15 @@ send_upload(const struct upload_opts *o, const char *token, int fd, off_t len,
 }
 
 static int
-upload(struct upload_opts *o)
+upload(const struct upload_opts *o, enum archive_format fmt)
 {
 	struct strv files = { 0 };
 	struct archive_stats st = { 0 };
-	enum archive_format fmt = ARCHIVE_ZIP;
 	const char *token;
 	char boundary[41], *path = NULL, *filename = NULL, *ctype = NULL, size[32];
 	off_t len;
 	int fd = -1, rc = 1;
 
-	if (o->format != NULL && *o->format &&
-	    archive_format_parse(o->format, &fmt) == -1)
-		return cmd_usage_error(upload_usage, "--artifact-format: \"%s\" is not zip, "
-		    "gzip or raw", o->format);
 	if ((token = job_token("artifacts-uploader")) == NULL)
 		return 1;
 	if (helper_select(o->paths.v, o->excludes.v, o->untracked, &files) == -1)
@@ -333,85 +312,73 @@ out:
 }
 
 static int
-no_token_flag(const char *cmd, const char *usage)
+no_token_flag(const struct cli_command *cmd)
 {
-	return cmd_usage_error(usage, "%s: --token is not accepted: a token on the command "
+	return cli_usage_error(cmd, "%s: --token is not accepted: a token on the command "
 	    "line is visible to every user of the host; the job token comes from CI_JOB_TOKEN",
-	    cmd);
+	    cmd->name);
 }
 
-int
-cmd_artifacts_uploader(int argc, char **argv)
+/* The lines both commands have. */
+#define OPT_URL(type)	CLI_OPT("url", 0, CLI_STRING, NULL, offsetof(type, url), "URL", \
+	"GitLab's URL")
+#define OPT_ID(type)	CLI_OPT("id", 0, CLI_INT, NULL, offsetof(type, id), "JOB_ID", \
+	"the job's id")
+#define OPT_TOKEN(type)	CLI_OPT("token", 0, CLI_STRING, NULL, offsetof(type, token), \
+	"TOKEN", "refused: the job token comes from CI_JOB_TOKEN")
+#define OPT_TIMEOUT(type) CLI_OPT("timeout", 0, CLI_DURATION, NULL, \
+	offsetof(type, timeout_ms), "DURATION", "how long the transfer may take", .def = "1h")
+
+#define UO(f)	offsetof(struct upload_opts, f)
+
+static const struct cli_option upload_options[] = {
+	OPT_URL(struct upload_opts),
+	OPT_ID(struct upload_opts),
+	OPT_TOKEN(struct upload_opts),
+	CLI_OPT("path", 0, CLI_STRINGS, NULL, UO(paths), "GLOB", "files to take (repeat)"),
+	CLI_OPT("exclude", 0, CLI_STRINGS, NULL, UO(excludes), "GLOB",
+	    "files to leave out (repeat)"),
+	CLI_OPT("untracked", 0, CLI_BOOL, NULL, UO(untracked), NULL,
+	    "take the files git does not track too"),
+	CLI_OPT("name", 0, CLI_STRING, NULL, UO(name), "NAME", "the artifact's name"),
+	CLI_OPT("artifact-format", 0, CLI_STRING, NULL, UO(format), "FORMAT",
+	    "zip, gzip or raw"),
+	CLI_OPT("artifact-type", 0, CLI_STRING, NULL, UO(type), "TYPE", "archive, junit, ..."),
+	CLI_OPT("expire-in", 0, CLI_STRING, NULL, UO(expire_in), "DURATION",
+	    "when GitLab may delete it"),
+	OPT_TIMEOUT(struct upload_opts),
+	/* Accepted for gitlab-runner's scripts; the attempt deadline covers it. */
+	CLI_OPT("response-header-timeout", 0, CLI_DURATION, NULL,
+	    UO(response_header_timeout_ms), "DURATION", "accepted; the timeout covers it"),
+	CLI_END,
+};
+
+static int
+uploader_run(const struct cli_command *cmd, void *opts)
 {
-	static const struct option longopts[] = {
-		{ "url", required_argument, NULL, 'u' },
-		{ "id", required_argument, NULL, 'i' },
-		{ "token", required_argument, NULL, 't' },
-		{ "path", required_argument, NULL, 'p' },
-		{ "exclude", required_argument, NULL, 'x' },
-		{ "untracked", no_argument, NULL, 'U' },
-		{ "name", required_argument, NULL, 'n' },
-		{ "artifact-format", required_argument, NULL, 'f' },
-		{ "artifact-type", required_argument, NULL, 'T' },
-		{ "expire-in", required_argument, NULL, 'e' },
-		{ "timeout", required_argument, NULL, 'o' },
-		{ "response-header-timeout", required_argument, NULL, 'r' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct upload_opts o = { .timeout_ms = 60ULL * 60 * 1000 };
-	uint64_t unused;
-	int c, rc;
+	const struct upload_opts *o = opts;
+	enum archive_format fmt = ARCHIVE_ZIP;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = cmd_getopt(argc, argv, "", longopts, "artifacts-uploader",
-	    upload_usage)) != -1) {
-		switch (c) {
-		case 'u': o.url = optarg; break;
-		case 'i': o.id = strtoll(optarg, NULL, 10); break;
-		case 't':
-			rc = no_token_flag("artifacts-uploader", upload_usage);
-			goto out;
-		case 'p': strv_push(&o.paths, optarg); break;
-		case 'x': strv_push(&o.excludes, optarg); break;
-		case 'U': o.untracked = true; break;
-		case 'n': o.name = optarg; break;
-		case 'f': o.format = optarg; break;
-		case 'T': o.type = optarg; break;
-		case 'e': o.expire_in = optarg; break;
-		case 'o':
-			if ((rc = parse_timeout(upload_usage, "--timeout", optarg,
-			    &o.timeout_ms)) != 0)
-				goto out;
-			break;
-		case 'r':
-			/* Accepted for gitlab-runner's scripts; the attempt deadline covers it. */
-			if ((rc = parse_timeout(upload_usage, "--response-header-timeout",
-			    optarg, &unused)) != 0)
-				goto out;
-			break;
-		case 'h':
-			printf("usage: %s\n", upload_usage);
-			rc = 0;
-			goto out;
-		default:
-			rc = 2;
-			goto out;
-		}
-	}
-	if ((rc = cmd_no_arguments(argc, argv, "artifacts-uploader", upload_usage)) != 0)
-		goto out;
-	if (o.url == NULL || *o.url == '\0' || o.id <= 0) {
-		rc = cmd_usage_error(upload_usage, "--url and a positive --id are required");
-		goto out;
-	}
-	rc = upload(&o);
-out:
-	strv_release(&o.paths);
-	strv_release(&o.excludes);
-	return rc;
+	if (o->token != NULL)
+		return no_token_flag(cmd);
+	if (o->url == NULL || *o->url == '\0' || o->id <= 0)
+		return cli_usage_error(cmd, "--url and a positive --id are required");
+	if (o->format != NULL && *o->format && archive_format_parse(o->format, &fmt) == -1)
+		return cli_usage_error(cmd, "--artifact-format: \"%s\" is not zip, gzip or raw",
+		    o->format);
+	return upload(o, fmt);
 }
+
+const struct cli_command cmd_artifacts_uploader_entry = {
+	.name = "artifacts-uploader",
+	.summary = "Archive files and upload them as job artifacts (called by the job script)",
+	.usage = "runner artifacts-uploader --url URL --id JOB_ID [--path GLOB]... "
+	    "[--exclude GLOB]... [--untracked] [--name NAME] [--artifact-format zip|gzip|raw] "
+	    "[--artifact-type TYPE] [--expire-in DURATION] [--timeout DURATION]",
+	.options = upload_options,
+	.opts_size = sizeof(struct upload_opts),
+	.run = uploader_run,
+};
 
 /* ---- download ---- */
 
@@ -471,45 +438,38 @@ out:
 	return rc;
 }
 
-int
-cmd_artifacts_downloader(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "url", required_argument, NULL, 'u' },
-		{ "id", required_argument, NULL, 'i' },
-		{ "token", required_argument, NULL, 't' },
-		{ "timeout", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *url = NULL;
-	int64_t id = 0;
-	uint64_t timeout_ms = 60ULL * 60 * 1000;
-	int c, rc;
+struct download_opts {
+	const char	*url;
+	int64_t		 id;
+	uint64_t	 timeout_ms;
+	const char	*token;		/* refused */
+};
 
-	optind = 1;
-	opterr = 0;
-	while ((c = cmd_getopt(argc, argv, "", longopts, "artifacts-downloader",
-	    download_usage)) != -1) {
-		switch (c) {
-		case 'u': url = optarg; break;
-		case 'i': id = strtoll(optarg, NULL, 10); break;
-		case 't': return no_token_flag("artifacts-downloader", download_usage);
-		case 'o':
-			if ((rc = parse_timeout(download_usage, "--timeout", optarg,
-			    &timeout_ms)) != 0)
-				return rc;
-			break;
-		case 'h':
-			printf("usage: %s\n", download_usage);
-			return 0;
-		default:
-			return 2;
-		}
-	}
-	if ((rc = cmd_no_arguments(argc, argv, "artifacts-downloader", download_usage)) != 0)
-		return rc;
-	if (url == NULL || *url == '\0' || id <= 0)
-		return cmd_usage_error(download_usage, "--url and a positive --id are required");
-	return download(url, id, timeout_ms);
+static const struct cli_option download_options[] = {
+	OPT_URL(struct download_opts),
+	OPT_ID(struct download_opts),
+	OPT_TOKEN(struct download_opts),
+	OPT_TIMEOUT(struct download_opts),
+	CLI_END,
+};
+
+static int
+downloader_run(const struct cli_command *cmd, void *opts)
+{
+	const struct download_opts *o = opts;
+
+	if (o->token != NULL)
+		return no_token_flag(cmd);
+	if (o->url == NULL || *o->url == '\0' || o->id <= 0)
+		return cli_usage_error(cmd, "--url and a positive --id are required");
+	return download(o->url, o->id, o->timeout_ms);
 }
+
+const struct cli_command cmd_artifacts_downloader_entry = {
+	.name = "artifacts-downloader",
+	.summary = "Download and extract a job's artifacts (called by the job script)",
+	.usage = "runner artifacts-downloader --url URL --id JOB_ID [--timeout DURATION]",
+	.options = download_options,
+	.opts_size = sizeof(struct download_opts),
+	.run = downloader_run,
+};

@@ -12,7 +12,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <stdbool.h>
@@ -31,10 +30,6 @@
 #include "lib/strv.h"
 #include "lib/xmalloc.h"
 
-static const char archiver_usage[] =
-    "runner cache-archiver --file PATH [--path GLOB]... [--untracked] [--timeout MINUTES]";
-static const char extractor_usage[] =
-    "runner cache-extractor --file PATH [--timeout MINUTES]";
 
 /* The archive into tmp, then renamed over file: all or nothing. */
 static int
@@ -108,117 +103,114 @@ cache_up_to_date(const char *file, char *const *files)
 	return true;
 }
 
+struct cache_opts {
+	const char	*file;
+	struct strv	 paths;
+	bool		 untracked;
+	const char	*url;		/* remote caches: warned about */
+	const char	*gocloud_url;
+};
+
+#define CO(f)	offsetof(struct cache_opts, f)
+#define OPT_FILE	CLI_OPT("file", 0, CLI_STRING, NULL, CO(file), "PATH", \
+	"the cache archive")
+/* Minutes for a remote cache; none here. */
+#define OPT_TIMEOUT	CLI_OPT("timeout", 0, CLI_IGNORED_VALUE, NULL, 0, "MINUTES", \
+	"accepted; for a remote cache, which this runner has not")
+#define OPT_REMOTE	CLI_OPT("url", 0, CLI_STRING, NULL, CO(url), "URL", \
+	"a remote cache: not supported, warned about"), \
+	CLI_OPT("gocloud-url", 0, CLI_STRING, NULL, CO(gocloud_url), "URL", \
+	"a remote cache: not supported, warned about")
+
+static const struct cli_option archiver_options[] = {
+	OPT_FILE,
+	CLI_OPT("path", 0, CLI_STRINGS, NULL, CO(paths), "GLOB", "files to take (repeat)"),
+	CLI_OPT("untracked", 0, CLI_BOOL, NULL, CO(untracked), NULL,
+	    "take the files git does not track too"),
+	OPT_TIMEOUT,
+	OPT_REMOTE,
+	CLI_END,
+};
+
+static const struct cli_option extractor_options[] = {
+	OPT_FILE,
+	OPT_TIMEOUT,
+	OPT_REMOTE,
+	CLI_END,
+};
+
+/* The checks both make: -1 after a usage error. */
 static int
-remote_unsupported(const char *cmd)
+cache_flags(const struct cli_command *cmd, const struct cache_opts *o)
 {
-	log_warnx("%s: a remote cache (--url, --gocloud-url) is not supported by this "
-	    "runner; the cache stays local", cmd);
+	if (o->url != NULL || o->gocloud_url != NULL)
+		log_warnx("%s: a remote cache (--url, --gocloud-url) is not supported by this "
+		    "runner; the cache stays local", cmd->name);
+	if (o->file == NULL || *o->file == '\0') {
+		cli_usage_error(cmd, "Missing --file");
+		return -1;
+	}
 	return 0;
 }
 
-int
-cmd_cache_archiver(int argc, char **argv)
+static int
+archiver_run(const struct cli_command *cmd, void *opts)
 {
-	static const struct option longopts[] = {
-		{ "file", required_argument, NULL, 'f' },
-		{ "path", required_argument, NULL, 'p' },
-		{ "untracked", no_argument, NULL, 'U' },
-		{ "timeout", required_argument, NULL, 'o' },
-		{ "url", required_argument, NULL, 'u' },
-		{ "gocloud-url", required_argument, NULL, 'g' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct strv paths = { 0 }, files = { 0 };
-	const char *file = NULL;
-	bool untracked = false;
-	int c, rc = 1;
+	const struct cache_opts *o = opts;
+	struct strv files = { 0 };
+	int rc = 1;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = cmd_getopt(argc, argv, "", longopts, "cache-archiver",
-	    archiver_usage)) != -1) {
-		switch (c) {
-		case 'f': file = optarg; break;
-		case 'p': strv_push(&paths, optarg); break;
-		case 'U': untracked = true; break;
-		case 'o': break;	/* minutes for a remote cache; none here */
-		case 'u':
-		case 'g': remote_unsupported("cache-archiver"); break;
-		case 'h':
-			printf("usage: %s\n", archiver_usage);
-			rc = 0;
-			goto out;
-		default:
-			rc = 2;
-			goto out;
-		}
-	}
-	if ((rc = cmd_no_arguments(argc, argv, "cache-archiver", archiver_usage)) != 0)
-		goto out;
-	if (file == NULL || *file == '\0') {
-		rc = cmd_usage_error(archiver_usage, "Missing --file");
-		goto out;
-	}
-	rc = 1;
-	if (helper_select(paths.v, NULL, untracked, &files) == -1)
+	if (cache_flags(cmd, o) != 0)
+		return 2;
+	if (helper_select(o->paths.v, NULL, o->untracked, &files) == -1)
 		goto out;
 	if (files.n == 0) {
 		log_warnx("No files to cache.");
 		rc = 0;
 		goto out;
 	}
-	if (cache_up_to_date(file, files.v)) {
+	if (cache_up_to_date(o->file, files.v)) {
 		log_info("Archive is up to date!");
 		rc = 0;
 		goto out;
 	}
-	rc = write_cache(file, files.v) == 0 ? 0 : 1;
+	rc = write_cache(o->file, files.v) == 0 ? 0 : 1;
 out:
-	strv_release(&paths);
 	strv_release(&files);
 	return rc;
 }
 
-int
-cmd_cache_extractor(int argc, char **argv)
+static int
+extractor_run(const struct cli_command *cmd, void *opts)
 {
-	static const struct option longopts[] = {
-		{ "file", required_argument, NULL, 'f' },
-		{ "timeout", required_argument, NULL, 'o' },
-		{ "url", required_argument, NULL, 'u' },
-		{ "gocloud-url", required_argument, NULL, 'g' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *file = NULL;
-	int c, rc;
+	const struct cache_opts *o = opts;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = cmd_getopt(argc, argv, "", longopts, "cache-extractor",
-	    extractor_usage)) != -1) {
-		switch (c) {
-		case 'f': file = optarg; break;
-		case 'o': break;
-		case 'u':
-		case 'g': remote_unsupported("cache-extractor"); break;
-		case 'h':
-			printf("usage: %s\n", extractor_usage);
-			return 0;
-		default:
-			return 2;
-		}
-	}
-	if ((rc = cmd_no_arguments(argc, argv, "cache-extractor", extractor_usage)) != 0)
-		return rc;
-	if (file == NULL || *file == '\0')
-		return cmd_usage_error(extractor_usage, "Missing --file");
+	if (cache_flags(cmd, o) != 0)
+		return 2;
 	log_info("No URL provided, cache will not be downloaded from shared cache server. "
 	    "Instead a local version of cache will be extracted.");
-	if (access(file, F_OK) == -1) {
+	if (access(o->file, F_OK) == -1) {
 		log_warnx("Cache file does not exist");
 		return 1;
 	}
-	return helper_extract(file) == 0 ? 0 : 1;
+	return helper_extract(o->file) == 0 ? 0 : 1;
 }
+
+const struct cli_command cmd_cache_archiver_entry = {
+	.name = "cache-archiver",
+	.summary = "Archive files into the local cache (called by the job script)",
+	.usage = "runner cache-archiver --file PATH [--path GLOB]... [--untracked] "
+	    "[--timeout MINUTES]",
+	.options = archiver_options,
+	.opts_size = sizeof(struct cache_opts),
+	.run = archiver_run,
+};
+
+const struct cli_command cmd_cache_extractor_entry = {
+	.name = "cache-extractor",
+	.summary = "Extract a cache archive (called by the job script)",
+	.usage = "runner cache-extractor --file PATH [--timeout MINUTES]",
+	.options = extractor_options,
+	.opts_size = sizeof(struct cache_opts),
+	.run = extractor_run,
+};

@@ -1,8 +1,8 @@
 /*
  * The helper commands the job script calls (artifacts.c, cache.c): they
  * run inside a job, in the project directory, with the job's variables in
- * their environment.  Like every command they get the arguments after
- * their name and return the exit status.
+ * their environment.  Like every command each is a table entry (struct
+ * cli_command, lib/cli.h) that main.c lists.
  */
 #ifndef HELPERS_HELPERS_H
 #define HELPERS_HELPERS_H
@@ -10,10 +10,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-int	cmd_artifacts_uploader(int argc, char **argv);
-int	cmd_artifacts_downloader(int argc, char **argv);
-int	cmd_cache_archiver(int argc, char **argv);
-int	cmd_cache_extractor(int argc, char **argv);
+#include "lib/cli.h"
+
+extern const struct cli_command cmd_artifacts_uploader_entry;
+extern const struct cli_command cmd_artifacts_downloader_entry;
+extern const struct cli_command cmd_cache_archiver_entry;
+extern const struct cli_command cmd_cache_extractor_entry;
 
 /* What they share (common.c). */
 struct strv;

@@ -2,7 +2,6 @@
  * What the commands on config.toml do the same way: find and load it,
  * choose entries, open a GitLab session with its settings.
  */
-#include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * would skip them goes to stderr as a warning, so a user who wonders why
  * a runner never picks up jobs finds out here.
  */
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -14,45 +14,25 @@
 #include "runner/commands.h"
 #include "runner/config.h"
 
-static const char usage[] = "runner list [-c FILE]";
+struct list_opts {
+	const char	*config;
+};
 
-int
-cmd_list(int argc, char **argv)
+static const struct cli_option list_options[] = {
+	CMD_OPT_CONFIG(struct list_opts, config),
+	CLI_END,
+};
+
+static int
+list_run(const struct cli_command *cmd, void *opts)
 {
-	static const struct option longopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
+	const struct list_opts *o = opts;
 	struct config cfg;
-	const char *config_flag = NULL;
 	char tok[LOG_TOKEN_SIZE];
 	size_t i;
-	int ch;
 
-	opterr = 0;
-	optind = 1;
-	while ((ch = cmd_getopt(argc, argv, "+:c:h", longopts, "list",
-	    usage)) != -1) {
-		switch (ch) {
-		case 'c':
-			config_flag = optarg;
-			break;
-		case 'h':
-			printf("usage: %s\n\nList the runners in config.toml.\n\n"
-			    "  -c, --config FILE   config file (default: $CONFIG_FILE, "
-			    "else /etc/gitlab-runner/config.toml as root,\n"
-			    "                      ~/.gitlab-runner/config.toml otherwise)\n",
-			    usage);
-			return 0;
-		default:
-			return 2;
-		}
-	}
-	if (cmd_no_arguments(argc, argv, "list", usage) != 0)
-		return 2;
-
-	if (cmd_load_config(&cfg, config_flag, 0) != 0)
+	(void)cmd;
+	if (cmd_load_config(&cfg, o->config, 0) != 0)
 		return 1;
 	log_info("Listing configured runners%*sConfigFile=%s", 24, "", cfg.path);
 	for (i = 0; i < cfg.n_runners; i++) {
@@ -69,3 +49,12 @@ cmd_list(int argc, char **argv)
 	config_release(&cfg);
 	return 0;
 }
+
+const struct cli_command cmd_list_entry = {
+	.name = "list",
+	.summary = "List the runners in config.toml",
+	.usage = "runner list [-c FILE]",
+	.options = list_options,
+	.opts_size = sizeof(struct list_opts),
+	.run = list_run,
+};

@@ -12,10 +12,9 @@
  * Flags are gitlab-runner's, with the same environment variables; on a
  * terminal, missing answers are asked for.
  */
-#include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,10 +30,6 @@
 #include "runner/config.h"
 #include "runner/info.h"
 #include "runner/system_id.h"
-
-static const char usage[] =
-    "runner register [-n] [-c FILE] --url URL (--token TOKEN | --registration-token TOKEN) "
-    "--executor EXECUTOR [OPTIONS]";
 
 struct reg_opts {
 	const char	*config;
@@ -74,201 +69,87 @@ struct reg_opts {
 	const char	*custom_run_exec;
 	const char	*custom_cleanup_exec;
 	bool		 custom_build_dir_enabled;
-	/* Which of the above were given at all (by index in options[]). */
-	bool		 given[64];
-};
-
-enum opt_kind { O_STR, O_INT, O_BOOL, O_STRV };
-
-struct opt_spec {
-	const char	*name;
-	int		 short_name;
-	enum opt_kind	 kind;
-	const char	*env;
-	size_t		 offset;
+	struct cli_given given;
 };
 
 #define RO(f)	offsetof(struct reg_opts, f)
+#define LEGACY	" (legacy registration only)"
 
-static const struct opt_spec options[] = {
-	{ "config", 'c', O_STR, "CONFIG_FILE", RO(config) },
-	{ "non-interactive", 'n', O_BOOL, "REGISTER_NON_INTERACTIVE", RO(non_interactive) },
-	{ "url", 'u', O_STR, "CI_SERVER_URL", RO(url) },
-	{ "token", 't', O_STR, "CI_SERVER_TOKEN", RO(token) },
-	{ "registration-token", 'r', O_STR, "REGISTRATION_TOKEN", RO(registration_token) },
-	{ "name", 0, O_STR, "RUNNER_NAME", RO(name) },
-	{ "description", 0, O_STR, NULL, RO(name) },
-	{ "executor", 0, O_STR, "RUNNER_EXECUTOR", RO(executor) },
-	{ "shell", 0, O_STR, "RUNNER_SHELL", RO(shell) },
-	{ "builds-dir", 0, O_STR, "RUNNER_BUILDS_DIR", RO(builds_dir) },
-	{ "cache-dir", 0, O_STR, "RUNNER_CACHE_DIR", RO(cache_dir) },
-	{ "clone-url", 0, O_STR, "CLONE_URL", RO(clone_url) },
-	{ "env", 0, O_STRV, NULL, RO(env) },
-	{ "limit", 0, O_INT, "RUNNER_LIMIT", RO(limit) },
-	{ "output-limit", 0, O_INT, "RUNNER_OUTPUT_LIMIT", RO(output_limit) },
-	{ "request-concurrency", 0, O_INT, "RUNNER_REQUEST_CONCURRENCY", RO(request_concurrency) },
-	{ "pre-get-sources-script", 0, O_STR, "RUNNER_PRE_GET_SOURCES_SCRIPT",
-	    RO(pre_get_sources_script) },
-	{ "post-get-sources-script", 0, O_STR, "RUNNER_POST_GET_SOURCES_SCRIPT",
-	    RO(post_get_sources_script) },
-	{ "pre-build-script", 0, O_STR, "RUNNER_PRE_BUILD_SCRIPT", RO(pre_build_script) },
-	{ "post-build-script", 0, O_STR, "RUNNER_POST_BUILD_SCRIPT", RO(post_build_script) },
-	{ "debug-trace-disabled", 0, O_BOOL, "RUNNER_DEBUG_TRACE_DISABLED",
-	    RO(debug_trace_disabled) },
-	{ "tls-ca-file", 0, O_STR, "CI_SERVER_TLS_CA_FILE", RO(tls_ca_file) },
-	{ "tls-cert-file", 0, O_STR, "CI_SERVER_TLS_CERT_FILE", RO(tls_cert_file) },
-	{ "tls-key-file", 0, O_STR, "CI_SERVER_TLS_KEY_FILE", RO(tls_key_file) },
-	{ "tag-list", 0, O_STR, "RUNNER_TAG_LIST", RO(tag_list) },
-	{ "run-untagged", 0, O_BOOL, "REGISTER_RUN_UNTAGGED", RO(run_untagged) },
-	{ "locked", 0, O_BOOL, "REGISTER_LOCKED", RO(locked) },
-	{ "access-level", 0, O_STR, "REGISTER_ACCESS_LEVEL", RO(access_level) },
-	{ "maximum-timeout", 0, O_INT, "REGISTER_MAXIMUM_TIMEOUT", RO(maximum_timeout) },
-	{ "paused", 0, O_BOOL, "REGISTER_PAUSED", RO(paused) },
-	{ "maintenance-note", 0, O_STR, "REGISTER_MAINTENANCE_NOTE", RO(maintenance_note) },
-	{ "leave-runner", 0, O_BOOL, "REGISTER_LEAVE_RUNNER", RO(leave_runner) },
-	{ "custom-config-exec", 0, O_STR, "CUSTOM_CONFIG_EXEC", RO(custom_config_exec) },
-	{ "custom-prepare-exec", 0, O_STR, "CUSTOM_PREPARE_EXEC", RO(custom_prepare_exec) },
-	{ "custom-run-exec", 0, O_STR, "CUSTOM_RUN_EXEC", RO(custom_run_exec) },
-	{ "custom-cleanup-exec", 0, O_STR, "CUSTOM_CLEANUP_EXEC", RO(custom_cleanup_exec) },
-	{ "custom_build_dir-enabled", 0, O_BOOL, "CUSTOM_BUILD_DIR_ENABLED",
-	    RO(custom_build_dir_enabled) },
+/* gitlab-runner's flags, with its environment variables and defaults. */
+static const struct cli_option register_options[] = {
+	CMD_OPT_CONFIG(struct reg_opts, config),
+	CLI_OPT("non-interactive", 'n', CLI_BOOL, "REGISTER_NON_INTERACTIVE",
+	    RO(non_interactive), NULL, "ask nothing, also on a terminal"),
+	CLI_OPT("url", 'u', CLI_STRING, "CI_SERVER_URL", RO(url), "URL",
+	    "the GitLab instance URL"),
+	CLI_OPT("token", 't', CLI_STRING, "CI_SERVER_TOKEN", RO(token), "TOKEN",
+	    "the runner's authentication token (glrt-...)"),
+	CLI_OPT("registration-token", 'r', CLI_STRING, "REGISTRATION_TOKEN",
+	    RO(registration_token), "TOKEN", "a legacy registration token"),
+	CLI_OPT("name", 0, CLI_STRING, "RUNNER_NAME", RO(name), "NAME",
+	    "the runner's name (default: the host name)"),
+	CLI_OPT("description", 0, CLI_STRING, NULL, RO(name), "NAME", "the same as --name"),
+	CLI_OPT("executor", 0, CLI_STRING, "RUNNER_EXECUTOR", RO(executor), "EXECUTOR",
+	    "how jobs run: shell"),
+	CLI_OPT("shell", 0, CLI_STRING, "RUNNER_SHELL", RO(shell), "SHELL", "bash or sh"),
+	CLI_OPT("builds-dir", 0, CLI_STRING, "RUNNER_BUILDS_DIR", RO(builds_dir), "DIR",
+	    "where builds go"),
+	CLI_OPT("cache-dir", 0, CLI_STRING, "RUNNER_CACHE_DIR", RO(cache_dir), "DIR",
+	    "where caches go"),
+	CLI_OPT("clone-url", 0, CLI_STRING, "CLONE_URL", RO(clone_url), "URL",
+	    "clone from this URL instead of GitLab's"),
+	CLI_OPT("env", 0, CLI_STRINGS, NULL, RO(env), "NAME=VALUE",
+	    "a variable for every job (repeat for more)"),
+	CLI_OPT("limit", 0, CLI_INT, "RUNNER_LIMIT", RO(limit), "N",
+	    "at most N jobs at once (0: no limit)"),
+	CLI_OPT("output-limit", 0, CLI_INT, "RUNNER_OUTPUT_LIMIT", RO(output_limit), "KB",
+	    "the most job log to send"),
+	CLI_OPT("request-concurrency", 0, CLI_INT, "RUNNER_REQUEST_CONCURRENCY",
+	    RO(request_concurrency), "N", "job requests in flight at once"),
+	CLI_OPT("pre-get-sources-script", 0, CLI_STRING, "RUNNER_PRE_GET_SOURCES_SCRIPT",
+	    RO(pre_get_sources_script), "SCRIPT", "run before the sources are fetched"),
+	CLI_OPT("post-get-sources-script", 0, CLI_STRING, "RUNNER_POST_GET_SOURCES_SCRIPT",
+	    RO(post_get_sources_script), "SCRIPT", "run after the sources are fetched"),
+	CLI_OPT("pre-build-script", 0, CLI_STRING, "RUNNER_PRE_BUILD_SCRIPT",
+	    RO(pre_build_script), "SCRIPT", "run before the job's script"),
+	CLI_OPT("post-build-script", 0, CLI_STRING, "RUNNER_POST_BUILD_SCRIPT",
+	    RO(post_build_script), "SCRIPT", "run after the job's script"),
+	CLI_OPT("debug-trace-disabled", 0, CLI_BOOL, "RUNNER_DEBUG_TRACE_DISABLED",
+	    RO(debug_trace_disabled), NULL, "refuse CI_DEBUG_TRACE"),
+	CLI_OPT("tls-ca-file", 0, CLI_STRING, "CI_SERVER_TLS_CA_FILE", RO(tls_ca_file),
+	    "FILE", "the CA certificates GitLab's certificate is checked against"),
+	CLI_OPT("tls-cert-file", 0, CLI_STRING, "CI_SERVER_TLS_CERT_FILE", RO(tls_cert_file),
+	    "FILE", "a client certificate for GitLab"),
+	CLI_OPT("tls-key-file", 0, CLI_STRING, "CI_SERVER_TLS_KEY_FILE", RO(tls_key_file),
+	    "FILE", "its private key"),
+	CLI_OPT("tag-list", 0, CLI_STRING, "RUNNER_TAG_LIST", RO(tag_list), "TAGS",
+	    "comma-separated tags" LEGACY),
+	CLI_OPT("run-untagged", 0, CLI_BOOL, "REGISTER_RUN_UNTAGGED", RO(run_untagged), NULL,
+	    "take untagged jobs too" LEGACY),
+	CLI_OPT("locked", 0, CLI_BOOL, "REGISTER_LOCKED", RO(locked), NULL,
+	    "lock the runner to its projects" LEGACY, .def = "true"),
+	CLI_OPT("access-level", 0, CLI_STRING, "REGISTER_ACCESS_LEVEL", RO(access_level),
+	    "LEVEL", "not_protected or ref_protected" LEGACY),
+	CLI_OPT("maximum-timeout", 0, CLI_INT, "REGISTER_MAXIMUM_TIMEOUT",
+	    RO(maximum_timeout), "SECONDS", "the longest a job may run" LEGACY),
+	CLI_OPT("paused", 0, CLI_BOOL, "REGISTER_PAUSED", RO(paused), NULL,
+	    "register it paused" LEGACY),
+	CLI_OPT("maintenance-note", 0, CLI_STRING, "REGISTER_MAINTENANCE_NOTE",
+	    RO(maintenance_note), "TEXT", "a note for the admins" LEGACY),
+	CLI_OPT("leave-runner", 0, CLI_BOOL, "REGISTER_LEAVE_RUNNER", RO(leave_runner), NULL,
+	    "keep a legacy runner in GitLab when registering fails afterwards"),
+	CLI_OPT("custom-config-exec", 0, CLI_STRING, "CUSTOM_CONFIG_EXEC",
+	    RO(custom_config_exec), "PATH", "custom executor: config stage"),
+	CLI_OPT("custom-prepare-exec", 0, CLI_STRING, "CUSTOM_PREPARE_EXEC",
+	    RO(custom_prepare_exec), "PATH", "custom executor: prepare stage"),
+	CLI_OPT("custom-run-exec", 0, CLI_STRING, "CUSTOM_RUN_EXEC", RO(custom_run_exec),
+	    "PATH", "custom executor: run stage"),
+	CLI_OPT("custom-cleanup-exec", 0, CLI_STRING, "CUSTOM_CLEANUP_EXEC",
+	    RO(custom_cleanup_exec), "PATH", "custom executor: cleanup stage"),
+	CLI_OPT("custom_build_dir-enabled", 0, CLI_BOOL, "CUSTOM_BUILD_DIR_ENABLED",
+	    RO(custom_build_dir_enabled), NULL, "let jobs choose their build directory"),
+	CLI_END,
 };
-
-#define NOPTIONS	(sizeof(options) / sizeof(options[0]))
-
-static int
-find_option(const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < NOPTIONS; i++)
-		if (strcmp(options[i].name, name) == 0)
-			return (int)i;
-	return -1;
-}
-
-static int
-parse_bool(const char *s, bool *out)
-{
-	if (s == NULL || strcmp(s, "true") == 0 || strcmp(s, "1") == 0 ||
-	    strcmp(s, "t") == 0 || strcmp(s, "TRUE") == 0 || strcmp(s, "True") == 0)
-		*out = true;
-	else if (strcmp(s, "false") == 0 || strcmp(s, "0") == 0 || strcmp(s, "f") == 0 ||
-	    strcmp(s, "FALSE") == 0 || strcmp(s, "False") == 0)
-		*out = false;
-	else
-		return -1;
-	return 0;
-}
-
-/* Store one value; -1 with a message when it does not fit the option. */
-static int
-set_option(struct reg_opts *o, int idx, const char *value, const char *from)
-{
-	const struct opt_spec *sp = &options[idx];
-	char *field = (char *)o + sp->offset, *end;
-	long long n;
-
-	switch (sp->kind) {
-	case O_STR:
-		*(const char **)field = value;
-		break;
-	case O_STRV:
-		strv_push((struct strv *)field, value);
-		break;
-	case O_INT:
-		errno = 0;
-		n = strtoll(value, &end, 10);
-		if (errno != 0 || end == value || *end != '\0') {
-			cmd_usage_error(usage, "register: %s: \"%s\" is not a whole number",
-			    from, value);
-			return -1;
-		}
-		*(int64_t *)field = n;
-		break;
-	case O_BOOL:
-		if (parse_bool(value, (bool *)field) != 0) {
-			cmd_usage_error(usage, "register: %s: \"%s\" is not true or false",
-			    from, value);
-			return -1;
-		}
-		break;
-	}
-	o->given[idx] = true;
-	return 0;
-}
-
-static int
-parse_options(struct reg_opts *o, int argc, char **argv)
-{
-	struct option longopts[NOPTIONS + 2];
-	char shortopts[64] = "+:h", flag[96];
-	size_t i;
-	int ch, idx;
-
-	memset(longopts, 0, sizeof(longopts));
-	for (i = 0; i < NOPTIONS; i++) {
-		longopts[i].name = options[i].name;
-		/* Booleans take --flag or --flag=false, as Go's flag package does. */
-		longopts[i].has_arg = options[i].kind == O_BOOL ? optional_argument :
-		    required_argument;
-		longopts[i].val = 256 + (int)i;
-		if (options[i].short_name != 0) {
-			size_t n = strlen(shortopts);
-
-			shortopts[n] = (char)options[i].short_name;
-			shortopts[n + 1] = options[i].kind == O_BOOL ? '\0' : ':';
-			shortopts[n + 2] = '\0';
-		}
-	}
-	longopts[NOPTIONS] = (struct option){ "help", no_argument, NULL, 'h' };
-
-	o->locked = true;	/* gitlab-runner's defaults */
-	opterr = 0;
-	optind = 1;
-	while ((ch = cmd_getopt(argc, argv, shortopts, longopts, "register", usage)) != -1) {
-		if (ch == 'h') {
-			printf("usage: %s\n\nRegister a runner with GitLab and save it in "
-			    "config.toml.\nFlags are gitlab-runner's; each also reads the "
-			    "environment variable gitlab-runner reads.\n\nOptions:\n", usage);
-			for (i = 0; i < NOPTIONS; i++)
-				printf("  --%-26s%s%s\n", options[i].name,
-				    options[i].env ? "$" : "", options[i].env ? options[i].env : "");
-			return 1;
-		}
-		if (ch == CMD_BAD_FLAG)
-			return -1;
-		if (ch >= 256)
-			idx = ch - 256;
-		else {
-			for (idx = 0; idx < (int)NOPTIONS; idx++)
-				if (options[idx].short_name == ch)
-					break;
-		}
-		snprintf(flag, sizeof(flag), "--%s", options[idx].name);
-		if (set_option(o, idx, optarg != NULL ? optarg :
-		    options[idx].kind == O_BOOL ? "true" : "", flag) != 0)
-			return -1;
-	}
-	if (cmd_no_arguments(argc, argv, "register", usage) != 0)
-		return -1;
-
-	/* The environment fills what the command line did not give. */
-	for (i = 0; i < NOPTIONS; i++) {
-		const char *v;
-
-		if (o->given[i] || options[i].env == NULL ||
-		    (v = getenv(options[i].env)) == NULL || *v == '\0')
-			continue;
-		/* --name and --description share a field: the first one given wins. */
-		if (strcmp(options[i].name, "name") == 0 && o->given[find_option("description")])
-			continue;
-		snprintf(flag, sizeof(flag), "$%s", options[i].env);
-		if (set_option(o, (int)i, v, flag) != 0)
-			return -1;
-	}
-	return 0;
-}
 
 /* Ask on the terminal for a value the flags did not give. */
 static const char *
@@ -365,7 +246,8 @@ new_section(struct toml_value *parent, const char *key)
 
 /* The [[runners]] entry, laid out as gitlab-runner writes it (protocol.md 2.7). */
 static struct toml_value *
-build_entry(const struct reg_opts *o, const char *name, const char *url,
+build_entry(const struct cli_command *cmd, const struct reg_opts *o, const char *name,
+    const char *url,
     const char *token, const struct api_runner_token *got)
 {
 	struct toml_value *t = toml_new_table(TOML_TABLE_HEADER), *cache, *s3, *arr;
@@ -415,7 +297,7 @@ build_entry(const struct reg_opts *o, const char *name, const char *url,
 		set_string(t, "post_build_script", o->post_build_script);
 	if (o->debug_trace_disabled)
 		toml_table_set(t, "debug_trace_disabled", 20, toml_new_bool(true));
-	if (o->given[find_option("custom_build_dir-enabled")])
+	if (cli_given(cmd, o, "custom_build_dir-enabled"))
 		toml_table_set(new_section(t, "custom_build_dir"), "enabled", 7,
 		    toml_new_bool(o->custom_build_dir_enabled));
 	cache = new_section(t, "cache");
@@ -457,22 +339,22 @@ is_auth_token(const char *t)
 
 /* Flags that only mean something to the legacy flow, given explicitly. */
 static const char *
-legacy_only_flag(const struct reg_opts *o)
+legacy_only_flag(const struct cli_command *cmd, const struct reg_opts *o)
 {
 	static const char *const names[] = { "tag-list", "run-untagged", "locked",
 	    "access-level", "maximum-timeout", "paused", "maintenance-note" };
 	size_t i;
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (o->given[find_option(names[i])])
+		if (cli_given(cmd, o, names[i]))
 			return names[i];
 	return NULL;
 }
 
-int
-cmd_register(int argc, char **argv)
+static int
+register_run(const struct cli_command *cmd, void *opts)
 {
-	struct reg_opts o;
+	struct reg_opts *o = opts;
 	struct config cfg;
 	struct api_session s;
 	struct reg_state st;
@@ -488,27 +370,22 @@ cmd_register(int argc, char **argv)
 	size_t i;
 	int rc;
 
-	memset(&o, 0, sizeof(o));
 	memset(&st, 0, sizeof(st));
-	if ((rc = parse_options(&o, argc, argv)) != 0) {
-		strv_release(&o.env);
-		return rc > 0 ? 0 : 2;
-	}
-	path = cmd_config_path(o.config);
+	path = cmd_config_path(o->config);
 	if (config_load(&cfg, path, CONFIG_ALLOW_MISSING, &cause) != 0) {
 		log_error("%s", cause);
 		rc = 1;
 		goto out_nocfg;
 	}
 
-	interactive = !o.non_interactive && isatty(STDIN_FILENO);
-	token = o.token != NULL && *o.token ? o.token : o.registration_token;
+	interactive = !o->non_interactive && isatty(STDIN_FILENO);
+	token = o->token != NULL && *o->token ? o->token : o->registration_token;
 	if (interactive) {
 		url = ask("Enter the GitLab instance URL (for example, https://gitlab.com/):",
-		    o.url, &ask_url);
+		    o->url, &ask_url);
 		token = ask("Enter the registration token:", token, &ask_token);
 	} else
-		url = o.url;
+		url = o->url;
 	if (url == NULL || *url == '\0' || token == NULL || *token == '\0') {
 		log_error("register: %s is needed: give it as a flag%s",
 		    url == NULL || *url == '\0' ? "the GitLab URL (--url)" :
@@ -518,10 +395,10 @@ cmd_register(int argc, char **argv)
 		goto out;
 	}
 	log_secret_add(token);
-	legacy = !is_auth_token(token) && (o.token == NULL || *o.token == '\0');
+	legacy = !is_auth_token(token) && (o->token == NULL || *o->token == '\0');
 
-	if (is_auth_token(token) && (bad = legacy_only_flag(&o)) != NULL) {
-		if (o.registration_token != NULL && strcmp(token, o.registration_token) == 0)
+	if (is_auth_token(token) && (bad = legacy_only_flag(cmd, o)) != NULL) {
+		if (o->registration_token != NULL && strcmp(token, o->registration_token) == 0)
 			log_warnx("an authentication token was given with --registration-token: "
 			    "--%s and the other server-side settings are ignored; set them on "
 			    "the runner in GitLab", bad);
@@ -535,8 +412,8 @@ cmd_register(int argc, char **argv)
 	}
 	if (gethostname(hostname, sizeof(hostname) - 1) != 0)
 		snprintf(hostname, sizeof(hostname), "runner");
-	name = o.name;
-	executor = o.executor;
+	name = o->name;
+	executor = o->executor;
 	if (interactive) {
 		name = ask(legacy ? "Enter a description for the runner:" :
 		    "Enter a name for the runner. This is stored only in the local config.toml file:",
@@ -553,38 +430,38 @@ cmd_register(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
-	o.executor = executor;
+	o->executor = executor;
 	if (!config_executor_supported(executor))
 		log_warnx("executor \"%s\" is not supported by this build (supported: shell): "
 		    "the runner is registered, but `run` will skip it", executor);
-	if (o.shell != NULL && *o.shell && !config_shell_supported(o.shell))
+	if (o->shell != NULL && *o->shell && !config_shell_supported(o->shell))
 		log_warnx("shell \"%s\" is not supported by this build (supported: bash, sh)",
-		    o.shell);
+		    o->shell);
 
 	dir = config_dir(&cfg);
 	cmd_session_open(&s, &cfg);
 	st.session = &s;
 	creds.url = url;
 	creds.token = token;
-	creds.tls_ca_file = o.tls_ca_file;
-	creds.tls_cert_file = o.tls_cert_file;
-	creds.tls_key_file = o.tls_key_file;
+	creds.tls_ca_file = o->tls_ca_file;
+	creds.tls_cert_file = o->tls_cert_file;
+	creds.tls_key_file = o->tls_key_file;
 	runner_info_init(&ri, &cfg, NULL, false);
 	ri.info.executor = executor;
-	ri.info.shell = o.shell;
+	ri.info.shell = o->shell;
 
 	if (legacy) {
 		log_warnx("registration tokens are deprecated by GitLab: create the runner in "
 		    "GitLab and register it with --token glrt-...");
 		memset(&params, 0, sizeof(params));
 		params.description = name;
-		params.maintenance_note = o.maintenance_note;
-		params.tag_list = o.tag_list;
-		params.run_untagged = o.run_untagged || o.tag_list == NULL || *o.tag_list == '\0';
-		params.locked = o.locked;
-		params.access_level = o.access_level;
-		params.maximum_timeout = o.maximum_timeout;
-		params.paused = o.paused;
+		params.maintenance_note = o->maintenance_note;
+		params.tag_list = o->tag_list;
+		params.run_untagged = o->run_untagged || o->tag_list == NULL || *o->tag_list == '\0';
+		params.locked = o->locked;
+		params.access_level = o->access_level;
+		params.maximum_timeout = o->maximum_timeout;
+		params.paused = o->paused;
 		params.info = &ri.info;
 		s.pending++;
 		api_register(s.api, &creds, &params, on_token, &st);
@@ -624,7 +501,7 @@ cmd_register(int argc, char **argv)
 	if (s.interrupted) {
 		log_error("register: interrupted; nothing was written");
 		if (created)
-			unregister_created(&s, url, &o, st.token.token);
+			unregister_created(&s, url, o, st.token.token);
 		rc = 130;
 		goto out_session;
 	}
@@ -641,22 +518,22 @@ cmd_register(int argc, char **argv)
 		runners->u.array.of_tables = true;
 		toml_table_set(cfg.doc, "runners", 7, runners);
 	}
-	entry = build_entry(&o, name, url, legacy ? st.token.token : token, &st.token);
+	entry = build_entry(cmd, o, name, url, legacy ? st.token.token : token, &st.token);
 	toml_array_push(runners, entry);
 	if (config_save(&cfg, &cause) != 0) {
 		log_error("register: %s; the file was left as it was", cause);
 		if (created)
-			unregister_created(&s, url, &o, st.token.token);
+			unregister_created(&s, url, o, st.token.token);
 		rc = 1;
 		goto out_session;
 	}
-	if (cfg.exists && cfg.concurrent < o.limit)
+	if (cfg.exists && cfg.concurrent < o->limit)
 		log_warnx("the runner's limit (%" PRId64 ") is larger than the global "
-		    "concurrent (%" PRId64 "), which takes precedence", o.limit, cfg.concurrent);
-	if (cfg.exists && cfg.concurrent < o.request_concurrency)
+		    "concurrent (%" PRId64 "), which takes precedence", o->limit, cfg.concurrent);
+	if (cfg.exists && cfg.concurrent < o->request_concurrency)
 		log_warnx("the runner's request_concurrency (%" PRId64 ") is larger than the "
 		    "global concurrent (%" PRId64 "), which takes precedence",
-		    o.request_concurrency, cfg.concurrent);
+		    o->request_concurrency, cfg.concurrent);
 	log_info("Runner registered successfully. Feel free to start it, but if it's "
 	    "running already the config should be automatically reloaded!");
 	log_info("Configuration (with the authentication token) was saved in \"%s\"", path);
@@ -678,6 +555,18 @@ out_nocfg:
 	free(ask_exec);
 	free(path);
 	free(cause);
-	strv_release(&o.env);
 	return rc;
 }
+
+const struct cli_command cmd_register_entry = {
+	.name = "register",
+	.summary = "Register a runner with GitLab and save it in config.toml",
+	.usage = "runner register [-n] [-c FILE] --url URL (--token TOKEN | "
+	    "--registration-token TOKEN) --executor EXECUTOR [OPTIONS]",
+	.help = "Register a runner with GitLab and save it in config.toml.\nFlags are "
+	    "gitlab-runner's; each also reads the environment variable gitlab-runner reads.",
+	.options = register_options,
+	.opts_size = sizeof(struct reg_opts),
+	.given = offsetof(struct reg_opts, given),
+	.run = register_run,
+};

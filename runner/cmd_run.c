@@ -3,12 +3,13 @@
  * (daemon.c) until it stops.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/cli.h"
 #include "lib/log.h"
 #include "runner/commands.h"
 #include "runner/config.h"
@@ -17,52 +18,23 @@
 static const char usage[] =
     "runner run [-c FILE] [-d DIR] [-u USER] [--state-dir DIR]";
 
-int
-cmd_run(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "working-directory", required_argument, NULL, 'd' },
-		{ "user", required_argument, NULL, 'u' },
-		{ "state-dir", required_argument, NULL, 's' },
-		{ "service", required_argument, NULL, 'n' },
-		{ "syslog", no_argument, NULL, 'l' },
-		{ "listen-address", required_argument, NULL, 'L' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct run_options o = { .watch_config = true };
-	struct config cfg;
-	const char *config_flag = NULL, *workdir = NULL;
-	int ch, rc;
+struct run_flags {
+	const char		*config;
+	const char		*workdir;
+	struct run_options	 o;
+};
 
-	opterr = 0;
-	optind = 1;
-	while ((ch = cmd_getopt(argc, argv, "+:c:d:u:n:h", longopts, "run", usage)) != -1) {
-		switch (ch) {
-		case 'c': config_flag = optarg; break;
-		case 'd': workdir = optarg; break;
-		case 'u': o.user = optarg; break;
-		case 's': o.state_dir = optarg; break;
-		case 'L': o.listen_address = optarg; break;
-		case 'n': case 'l': break;	/* gitlab-runner's; nothing to do here */
-		case 'h':
-			printf("usage: %s\n\nRun the runners of config.toml: ask GitLab for jobs, "
-			    "run them, report them.\n"
-			    "  -c, --config FILE             config file\n"
-			    "  -d, --working-directory DIR   where builds/ and cache/ go (default: .)\n"
-			    "  -u, --user USER               run jobs as this user (through su)\n"
-			    "      --state-dir DIR           the journal of unsent reports "
-			    "(default: next to config.toml)\n"
-			    "      --listen-address ADDR     /metrics and /health (default: "
-			    "listen_address of config.toml)\n", usage);
-			return 0;
-		default:
-			return 2;
-		}
-	}
-	if (cmd_no_arguments(argc, argv, "run", usage) != 0)
-		return 2;
+static int
+cmd_run(const struct cli_command *cmd, void *opts)
+{
+	struct run_flags *f = opts;
+	struct run_options *o = &f->o;
+	struct config cfg;
+	const char *config_flag = f->config, *workdir = f->workdir;
+	int rc;
+
+	(void)cmd;
+	o->watch_config = true;
 	if (workdir != NULL && chdir(workdir) != 0) {
 		log_error("run: cannot use %s as working directory: %s", workdir, strerror(errno));
 		return 1;
@@ -84,7 +56,37 @@ cmd_run(int argc, char **argv)
 		config_release(&cfg);
 		return 1;
 	}
-	rc = daemon_run(&o, &cfg);
+	rc = daemon_run(o, &cfg);
 	config_release(&cfg);
 	return rc;
 }
+
+#define RF(f)	offsetof(struct run_flags, f)
+
+static const struct cli_option run_options[] = {
+	CMD_OPT_CONFIG(struct run_flags, config),
+	CLI_OPT("working-directory", 'd', CLI_STRING, NULL, RF(workdir), "DIR",
+	    "where builds/ and cache/ go (default: .)"),
+	CLI_OPT("user", 'u', CLI_STRING, NULL, RF(o.user), "USER",
+	    "run jobs as this user (through su)"),
+	CLI_OPT("state-dir", 0, CLI_STRING, NULL, RF(o.state_dir), "DIR",
+	    "the journal of unsent reports (default: next to config.toml)"),
+	CLI_OPT("listen-address", 0, CLI_STRING, NULL, RF(o.listen_address), "ADDR",
+	    "/metrics and /health (default: listen_address of config.toml)"),
+	/* gitlab-runner's; nothing to do here */
+	CLI_OPT("service", 'n', CLI_IGNORED_VALUE, NULL, 0, "NAME",
+	    "accepted for gitlab-runner's service files; not used"),
+	CLI_OPT("syslog", 0, CLI_IGNORED_BOOL, NULL, 0, NULL,
+	    "accepted for gitlab-runner's service files; not used"),
+	CLI_END,
+};
+
+const struct cli_command cmd_run_entry = {
+	.name = "run",
+	.summary = "Run the runners: ask GitLab for jobs, run them, report them",
+	.usage = usage,
+	.help = "Run the runners of config.toml: ask GitLab for jobs, run them, report them.",
+	.options = run_options,
+	.opts_size = sizeof(struct run_flags),
+	.run = cmd_run,
+};

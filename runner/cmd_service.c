@@ -17,10 +17,10 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <pwd.h>
 #include <spawn.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,9 +291,6 @@ struct service_flags {
 	const char	*init_user;
 };
 
-static const char install_usage[] =
-    "runner install [-n NAME] [-d DIR] [-c FILE] (-u USER | -i USER)";
-static const char control_usage[] = "runner %s [-n NAME]";
 
 /* "runner" or "runner.service": what systemctl and the file name want. */
 static int
@@ -344,87 +341,24 @@ absolute(const char *path)
 }
 
 static int
-parse_flags(int argc, char **argv, bool install, struct service_flags *f)
+cmd_install(const struct cli_command *cmd, void *opts)
 {
-	static const struct option longopts[] = {
-		{ "service", required_argument, NULL, 'n' },
-		{ "working-directory", required_argument, NULL, 'd' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "user", required_argument, NULL, 'u' },
-		{ "init-user", required_argument, NULL, 'i' },
-		{ "syslog", no_argument, NULL, 'l' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	static const struct option control_longopts[] = {
-		{ "service", required_argument, NULL, 'n' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	char usage[64];
-	int ch;
-
-	snprintf(usage, sizeof(usage), control_usage, argv[0]);
-	memset(f, 0, sizeof(*f));
-	f->name = DEFAULT_NAME;
-	opterr = 0;
-	optind = 1;
-	while ((ch = cmd_getopt(argc, argv, install ? "+:n:d:c:u:i:h" : "+:n:h",
-	    install ? longopts : control_longopts, argv[0],
-	    install ? install_usage : usage)) != -1) {
-		switch (ch) {
-		case 'n': f->name = optarg; break;
-		case 'd': f->working_dir = optarg; break;
-		case 'c': f->config = optarg; break;
-		case 'u': f->user = optarg; break;
-		case 'i': f->init_user = optarg; break;
-		case 'l': break;	/* gitlab-runner's; systemd sends our output to the journal */
-		case 'h':
-			if (install)
-				printf("usage: %s\n\nInstall the runner as a systemd service "
-				    "(" UNIT_DIR "/NAME.service), enabled at boot.\n"
-				    "  -n, --service NAME            the unit's name (default: "
-				    DEFAULT_NAME ")\n"
-				    "  -d, --working-directory DIR   where builds go (default: the "
-				    "current directory)\n"
-				    "  -c, --config FILE             the config file (default: "
-				    "/etc/gitlab-runner/config.toml)\n"
-				    "  -u, --user USER               run the jobs as USER (the "
-				    "daemon runs as root)\n"
-				    "  -i, --init-user USER          run the daemon itself as USER "
-				    "(User= in the unit)\n", install_usage);
-			else
-				printf("usage: %s\n\n  -n, --service NAME   the unit's name "
-				    "(default: " DEFAULT_NAME ")\n", usage);
-			return 1;
-		default:
-			return 2;
-		}
-	}
-	if (cmd_no_arguments(argc, argv, argv[0], install ? install_usage : usage) != 0)
-		return 2;
-	return check_name(argv[0], f->name) == 0 ? 0 : 2;
-}
-
-static int
-cmd_install(int argc, char **argv)
-{
-	struct service_flags f;
+	const struct service_flags *f = opts;
 	struct service_unit u = { 0 };
 	struct passwd *pw;
 	char cwd[PATH_MAX], self[PATH_MAX], *path = NULL, *text = NULL, *cause = NULL;
 	ssize_t n;
 	int rc, ours;
 
-	if ((rc = parse_flags(argc, argv, true, &f)) != 0)
-		return rc == 1 ? 0 : rc;
+	if (check_name(cmd->name, f->name) != 0)
+		return 2;
 	if (need_root("install") != 0)
 		return 1;
-	if (f.user != NULL && f.init_user != NULL) {
+	if (f->user != NULL && f->init_user != NULL) {
 		log_error("install: only one of --user and --init-user can be given");
 		return 2;
 	}
-	if (f.user == NULL && f.init_user == NULL) {
+	if (f->user == NULL && f->init_user == NULL) {
 		log_error("install: Please specify user that will run the runner service: "
 		    "--user USER (jobs run as USER, the daemon as root) or --init-user USER "
 		    "(the daemon runs as USER)");
@@ -436,19 +370,19 @@ cmd_install(int argc, char **argv)
 	}
 	self[n] = '\0';
 	u.binary = self;
-	u.user = f.user;
-	u.init_user = f.init_user;
+	u.user = f->user;
+	u.init_user = f->init_user;
 	/* As gitlab-runner: builds go where install was run unless -d says. */
-	if (f.working_dir != NULL)
-		u.working_dir = absolute(f.working_dir);
+	if (f->working_dir != NULL)
+		u.working_dir = absolute(f->working_dir);
 	else
 		u.working_dir = xstrdup(getcwd(cwd, sizeof(cwd)) != NULL ? cwd : "/");
-	if (f.config != NULL)
-		u.config = absolute(f.config);
-	else if (f.init_user != NULL) {
+	if (f->config != NULL)
+		u.config = absolute(f->config);
+	else if (f->init_user != NULL) {
 		/* The daemon runs as that user: its config is where `runner register` as it puts it. */
-		if ((pw = getpwnam(f.init_user)) == NULL) {
-			log_error("install: --init-user %s: no such user", f.init_user);
+		if ((pw = getpwnam(f->init_user)) == NULL) {
+			log_error("install: --init-user %s: no such user", f->init_user);
 			rc = 1;
 			goto out;
 		}
@@ -461,7 +395,7 @@ cmd_install(int argc, char **argv)
 		rc = 2;
 		goto out;
 	}
-	path = unit_path(f.name);
+	path = unit_path(f->name);
 	if ((ours = unit_is_ours(path)) == 0) {
 		log_error("install: %s already exists and was not written by runner install; "
 		    "remove it first", path);
@@ -477,7 +411,7 @@ cmd_install(int argc, char **argv)
 	if (systemd_booted())
 		rc = systemctl_must("install", "daemon-reload", NULL);
 	if (rc == 0)
-		rc = systemctl_must("install", "enable", f.name);
+		rc = systemctl_must("install", "enable", f->name);
 out:
 	free((char *)u.working_dir);
 	free((char *)u.config);
@@ -488,20 +422,20 @@ out:
 }
 
 static int
-cmd_uninstall(int argc, char **argv)
+cmd_uninstall(const struct cli_command *cmd, void *opts)
 {
-	struct service_flags f;
+	const struct service_flags *f = opts;
 	char *path;
 	int rc, ours;
 
-	if ((rc = parse_flags(argc, argv, false, &f)) != 0)
-		return rc == 1 ? 0 : rc;
+	if (check_name(cmd->name, f->name) != 0)
+		return 2;
 	if (need_root("uninstall") != 0)
 		return 1;
-	path = unit_path(f.name);
+	path = unit_path(f->name);
 	if ((ours = unit_is_ours(path)) != 1) {
 		if (ours == -1)
-			log_error("uninstall: %s is not installed (%s)", f.name, path);
+			log_error("uninstall: %s is not installed (%s)", f->name, path);
 		else
 			log_error("uninstall: %s was not written by runner install; leaving it",
 			    path);
@@ -509,9 +443,9 @@ cmd_uninstall(int argc, char **argv)
 		return 1;
 	}
 	/* The link in multi-user.target.wants goes first, or it would dangle. */
-	if ((rc = systemctl("uninstall", "disable", f.name, false)) != 0 && rc != -1)
+	if ((rc = systemctl("uninstall", "disable", f->name, false)) != 0 && rc != -1)
 		log_warnx("uninstall: systemctl disable %s failed with exit status %d; "
-		    "removing the unit anyway", f.name, rc);
+		    "removing the unit anyway", f->name, rc);
 	if (unlink(path) != 0) {
 		log_error("uninstall: cannot remove %s: %s", path, strerror(errno));
 		free(path);
@@ -524,37 +458,90 @@ cmd_uninstall(int argc, char **argv)
 }
 
 static int
-control(int argc, char **argv)
+control(const struct cli_command *cmd, void *opts)
 {
-	struct service_flags f;
-	int rc;
+	const struct service_flags *f = opts;
 
-	if ((rc = parse_flags(argc, argv, false, &f)) != 0)
-		return rc == 1 ? 0 : rc;
-	if (strcmp(argv[0], "status") != 0)
-		return systemctl_must(argv[0], argv[0], f.name);
+	if (check_name(cmd->name, f->name) != 0)
+		return 2;
+	if (strcmp(cmd->name, "status") != 0)
+		return systemctl_must(cmd->name, cmd->name, f->name);
 	/* gitlab-runner's words and exit status: 0 only when it runs. */
-	switch (systemctl("status", "is-active", f.name, true)) {
+	switch (systemctl("status", "is-active", f->name, true)) {
 	case 0:
-		printf("%s: Service is running\n", f.name);
+		printf("%s: Service is running\n", f->name);
 		return 0;
 	case -1:
 		return 1;
 	case 3:
-		fprintf(stderr, "%s: Service has stopped\n", f.name);
+		fprintf(stderr, "%s: Service has stopped\n", f->name);
 		return 1;
 	default:
-		fprintf(stderr, "%s: Service status unknown\n", f.name);
+		fprintf(stderr, "%s: Service status unknown\n", f->name);
 		return 1;
 	}
 }
 
-int
-cmd_service(int argc, char **argv)
-{
-	if (strcmp(argv[0], "install") == 0)
-		return cmd_install(argc, argv);
-	if (strcmp(argv[0], "uninstall") == 0)
-		return cmd_uninstall(argc, argv);
-	return control(argc, argv);
+#define SF(f)	offsetof(struct service_flags, f)
+#define SERVICE_OPT_NAME	CLI_OPT("service", 'n', CLI_STRING, NULL, SF(name), "NAME", \
+	"the unit's name", .def = DEFAULT_NAME)
+
+static const struct cli_option install_options[] = {
+	SERVICE_OPT_NAME,
+	CLI_OPT("working-directory", 'd', CLI_STRING, NULL, SF(working_dir), "DIR",
+	    "where builds go (default: the current directory)"),
+	CLI_OPT("config", 'c', CLI_STRING, NULL, SF(config), "FILE",
+	    "the config file (default: /etc/gitlab-runner/config.toml)"),
+	CLI_OPT("user", 'u', CLI_STRING, NULL, SF(user), "USER",
+	    "run the jobs as USER (the daemon runs as root)"),
+	CLI_OPT("init-user", 'i', CLI_STRING, NULL, SF(init_user), "USER",
+	    "run the daemon itself as USER (User= in the unit)"),
+	/* gitlab-runner's; systemd sends our output to the journal */
+	CLI_OPT("syslog", 0, CLI_IGNORED_BOOL, NULL, 0, NULL,
+	    "accepted for gitlab-runner's scripts: the journal has the output anyway"),
+	CLI_END,
+};
+
+static const struct cli_option control_options[] = {
+	SERVICE_OPT_NAME,
+	CLI_END,
+};
+
+const struct cli_command cmd_install_entry = {
+	.name = "install",
+	.summary = "Install the runner as a systemd service",
+	.usage = "runner install [-n NAME] [-d DIR] [-c FILE] (-u USER | -i USER)",
+	.help = "Install the runner as a systemd service (" UNIT_DIR "/NAME.service), "
+	    "enabled at boot.",
+	.options = install_options,
+	.opts_size = sizeof(struct service_flags),
+	.run = cmd_install,
+};
+
+const struct cli_command cmd_uninstall_entry = {
+	.name = "uninstall",
+	.summary = "Remove the systemd service",
+	.usage = "runner uninstall [-n NAME]",
+	.options = control_options,
+	.opts_size = sizeof(struct service_flags),
+	.run = cmd_uninstall,
+};
+
+/* The thin ones: systemctl VERB NAME. */
+#define CONTROL_ENTRY(verb, text) {			\
+	.name = verb,					\
+	.summary = text,				\
+	.usage = "runner " verb " [-n NAME]",		\
+	.options = control_options,			\
+	.opts_size = sizeof(struct service_flags),	\
+	.run = control,					\
 }
+
+const struct cli_command cmd_start_entry =
+    CONTROL_ENTRY("start", "Start the service (systemctl start)");
+const struct cli_command cmd_stop_entry =
+    CONTROL_ENTRY("stop", "Stop the service: running jobs finish first");
+const struct cli_command cmd_restart_entry =
+    CONTROL_ENTRY("restart", "Restart the service (systemctl restart)");
+const struct cli_command cmd_status_entry =
+    CONTROL_ENTRY("status", "Say whether the service is running");

@@ -5,8 +5,9 @@
  * flags it is the same daemon as `run`, on a config built in memory.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +20,6 @@
 #include "runner/daemon.h"
 #include "runner/toml.h"
 
-static const char usage[] =
-    "runner run-single --url URL --token TOKEN [--executor shell] [--max-builds N] [OPTIONS]";
-
 static void
 put(struct toml_value *t, const char *key, const char *value)
 {
@@ -29,76 +27,65 @@ put(struct toml_value *t, const char *key, const char *value)
 		toml_table_set(t, key, strlen(key), toml_new_string(value, strlen(value)));
 }
 
-int
-cmd_run_single(int argc, char **argv)
+struct single_opts {
+	const char	*url;
+	const char	*token;
+	const char	*name;
+	const char	*executor;
+	const char	*shell;
+	const char	*builds_dir;
+	const char	*state_dir;
+	const char	*workdir;
+	const char	*tls_ca_file;
+	const char	*tls_cert_file;
+	const char	*tls_key_file;
+	int64_t		 max_builds;
+	int64_t		 output_limit;
+};
+
+#define SO(f)	offsetof(struct single_opts, f)
+
+static const struct cli_option single_options[] = {
+	CLI_OPT("url", 'u', CLI_STRING, "CI_SERVER_URL", SO(url), "URL", "GitLab's URL"),
+	CLI_OPT("token", 't', CLI_STRING, "CI_SERVER_TOKEN", SO(token), "TOKEN",
+	    "the runner's authentication token"),
+	CLI_OPT("name", 0, CLI_STRING, "RUNNER_NAME", SO(name), "NAME",
+	    "the runner's name (default: the host name)"),
+	CLI_OPT("executor", 0, CLI_STRING, NULL, SO(executor), "EXECUTOR", "how jobs run",
+	    .def = "shell"),
+	CLI_OPT("shell", 0, CLI_STRING, NULL, SO(shell), "SHELL", "bash or sh"),
+	CLI_OPT("builds-dir", 0, CLI_STRING, NULL, SO(builds_dir), "DIR", "where builds go"),
+	CLI_OPT("max-builds", 0, CLI_INT, NULL, SO(max_builds), "N",
+	    "exit after N jobs (0: never)", .min = 0, .max = INT_MAX, .what = "a number"),
+	CLI_OPT("state-dir", 0, CLI_STRING, NULL, SO(state_dir), "DIR",
+	    "the journal of unsent reports"),
+	CLI_OPT("working-directory", 'd', CLI_STRING, NULL, SO(workdir), "DIR",
+	    "change to DIR first"),
+	CLI_OPT("tls-ca-file", 0, CLI_STRING, NULL, SO(tls_ca_file), "FILE",
+	    "the CA certificates GitLab's certificate is checked against"),
+	CLI_OPT("tls-cert-file", 0, CLI_STRING, NULL, SO(tls_cert_file), "FILE",
+	    "a client certificate for GitLab"),
+	CLI_OPT("tls-key-file", 0, CLI_STRING, NULL, SO(tls_key_file), "FILE",
+	    "its private key"),
+	CLI_OPT("output-limit", 0, CLI_INT, NULL, SO(output_limit), "KB",
+	    "the most job log to send", .min = 0, .max = INT_MAX, .what = "a number"),
+	CLI_END,
+};
+
+static int
+single_run(const struct cli_command *cmd, void *opts)
 {
-	static const struct option longopts[] = {
-		{ "url", required_argument, NULL, 'u' },
-		{ "token", required_argument, NULL, 't' },
-		{ "name", required_argument, NULL, 'N' },
-		{ "executor", required_argument, NULL, 'e' },
-		{ "shell", required_argument, NULL, 'S' },
-		{ "builds-dir", required_argument, NULL, 'b' },
-		{ "max-builds", required_argument, NULL, 'm' },
-		{ "state-dir", required_argument, NULL, 's' },
-		{ "working-directory", required_argument, NULL, 'd' },
-		{ "tls-ca-file", required_argument, NULL, 'C' },
-		{ "tls-cert-file", required_argument, NULL, 'T' },
-		{ "tls-key-file", required_argument, NULL, 'K' },
-		{ "output-limit", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct run_options o = { 0 };
+	const struct single_opts *f = opts;
+	struct run_options o = { .state_dir = f->state_dir, .max_builds = (unsigned)f->max_builds };
 	struct toml_value *doc, *runners, *entry;
 	struct config cfg;
-	const char *url = getenv("CI_SERVER_URL"), *token = getenv("CI_SERVER_TOKEN");
-	const char *name = getenv("RUNNER_NAME"), *executor = "shell", *shell = NULL;
-	const char *builds = NULL, *workdir = NULL, *ca = NULL, *cert = NULL, *key = NULL;
-	char *end, *cause = NULL, host[256] = "run-single";
-	long long n, output_limit = 0;
-	int ch, rc;
+	const char *url = f->url, *token = f->token, *name = f->name;
+	const char *workdir = f->workdir;
+	char *cause = NULL, host[256] = "run-single";
+	int rc;
 
-	opterr = 0;
-	optind = 1;
-	while ((ch = cmd_getopt(argc, argv, "+:u:t:d:h", longopts, "run-single",
-	    usage)) != -1) {
-		switch (ch) {
-		case 'u': url = optarg; break;
-		case 't': token = optarg; break;
-		case 'N': name = optarg; break;
-		case 'e': executor = optarg; break;
-		case 'S': shell = optarg; break;
-		case 'b': builds = optarg; break;
-		case 's': o.state_dir = optarg; break;
-		case 'd': workdir = optarg; break;
-		case 'C': ca = optarg; break;
-		case 'T': cert = optarg; break;
-		case 'K': key = optarg; break;
-		case 'm':
-		case 'o':
-			errno = 0;
-			n = strtoll(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || n < 0 || n > INT_MAX)
-				return cmd_usage_error(usage, "run-single: %s \"%s\" is not a "
-				    "number", argv[optind - 1], optarg);
-			if (ch == 'm')
-				o.max_builds = (unsigned)n;
-			else
-				output_limit = n;
-			break;
-		case 'h':
-			printf("usage: %s\n\nRun one runner given by flags, without config.toml; "
-			    "with --max-builds N, exit after N jobs.\n", usage);
-			return 0;
-		default:
-			return 2;
-		}
-	}
-	if (cmd_no_arguments(argc, argv, "run-single", usage) != 0)
-		return 2;
 	if (url == NULL || *url == '\0' || token == NULL || *token == '\0')
-		return cmd_usage_error(usage, "run-single: --url and --token are needed");
+		return cli_usage_error(cmd, "run-single: --url and --token are needed");
 	if (workdir != NULL && chdir(workdir) != 0) {
 		log_error("run-single: cannot use %s as working directory: %s", workdir,
 		    strerror(errno));
@@ -115,14 +102,14 @@ cmd_run_single(int argc, char **argv)
 	put(entry, "name", name != NULL ? name : host);
 	put(entry, "url", url);
 	put(entry, "token", token);
-	put(entry, "executor", executor);
-	put(entry, "shell", shell);
-	put(entry, "builds_dir", builds);
-	put(entry, "tls-ca-file", ca);
-	put(entry, "tls-cert-file", cert);
-	put(entry, "tls-key-file", key);
-	if (output_limit > 0)
-		toml_table_set(entry, "output_limit", 12, toml_new_integer(output_limit));
+	put(entry, "executor", f->executor);
+	put(entry, "shell", f->shell);
+	put(entry, "builds_dir", f->builds_dir);
+	put(entry, "tls-ca-file", f->tls_ca_file);
+	put(entry, "tls-cert-file", f->tls_cert_file);
+	put(entry, "tls-key-file", f->tls_key_file);
+	if (f->output_limit > 0)
+		toml_table_set(entry, "output_limit", 12, toml_new_integer(f->output_limit));
 	toml_array_push(runners, entry);
 	toml_table_set(doc, "runners", 7, runners);
 	if (config_load_doc(&cfg, "./run-single", doc, CONFIG_QUIET, &cause) != 0) {
@@ -139,3 +126,15 @@ cmd_run_single(int argc, char **argv)
 	config_release(&cfg);
 	return rc;
 }
+
+const struct cli_command cmd_run_single_entry = {
+	.name = "run-single",
+	.summary = "Run one runner given by flags, for N jobs",
+	.usage = "runner run-single --url URL --token TOKEN [--executor shell] "
+	    "[--max-builds N] [OPTIONS]",
+	.help = "Run one runner given by flags, without config.toml; with --max-builds N, "
+	    "exit after N jobs.",
+	.options = single_options,
+	.opts_size = sizeof(struct single_opts),
+	.run = single_run,
+};

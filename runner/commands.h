@@ -1,16 +1,17 @@
 /*
- * The commands `runner` offers, one function each, in one file each
- * (cmd_<name>.c; the helpers the job script calls are in helpers/).
- * main.c holds the table that maps names to them.
+ * The commands `runner` offers, one table entry each (struct cli_command,
+ * lib/cli.h), in one file each (cmd_<name>.c; the helpers the job script
+ * calls are in helpers/).  main.c lists the entries.
  *
- * A command gets the arguments after its name (argv[0] is the command
- * name) and returns the process exit status.  Global options were already
- * applied by main.c.
+ * An entry's options are a table that lib/cli.c parses; its run function
+ * gets them parsed and returns the process exit status.  Global options
+ * were already applied by main.c.
  */
 #ifndef RUNNER_COMMANDS_H
 #define RUNNER_COMMANDS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include <uv.h>
 
@@ -19,15 +20,26 @@
 #include "lib/cli.h"
 #include "runner/config.h"
 
-int	cmd_run(int argc, char **argv);
-int	cmd_run_single(int argc, char **argv);
-int	cmd_list(int argc, char **argv);
-int	cmd_register(int argc, char **argv);
-int	cmd_verify(int argc, char **argv);
-int	cmd_unregister(int argc, char **argv);
-int	cmd_reset_token(int argc, char **argv);
-/* install, uninstall, start, stop, restart, status (argv[0] says which). */
-int	cmd_service(int argc, char **argv);
+extern const struct cli_command cmd_run_entry;
+extern const struct cli_command cmd_run_single_entry;
+extern const struct cli_command cmd_list_entry;
+extern const struct cli_command cmd_register_entry;
+extern const struct cli_command cmd_verify_entry;
+extern const struct cli_command cmd_unregister_entry;
+extern const struct cli_command cmd_reset_token_entry;
+/* cmd_service.c: the runner as a systemd service. */
+extern const struct cli_command cmd_install_entry;
+extern const struct cli_command cmd_uninstall_entry;
+extern const struct cli_command cmd_start_entry;
+extern const struct cli_command cmd_stop_entry;
+extern const struct cli_command cmd_restart_entry;
+extern const struct cli_command cmd_status_entry;
+
+/* -c, --config: every command on config.toml has it (see cmd_config_path). */
+#define CMD_OPT_CONFIG(type, field)	CLI_OPT("config", 'c', CLI_STRING, "CONFIG_FILE", \
+	offsetof(type, field), "FILE", "the config file (default: " \
+	"/etc/gitlab-runner/config.toml as root, ~/.gitlab-runner/config.toml otherwise)")
+
 /*
  * The systemd unit `runner install` writes (cmd_service.c): the packaged
  * unit with the ExecStart flags, binary and config directory of these.

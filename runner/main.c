@@ -1,9 +1,10 @@
 /*
  * runner: a GitLab-compatible CI job runner agent.
  *
- * This file reads top to bottom: global options (log level and format),
- * then the command table, then the command.  Each command lives in its own
- * cmd_<name>.c; the table below is the list of what `runner` can do.
+ * This file reads top to bottom: the list of commands, global options (log
+ * level and format), then the command.  Each command is a table entry
+ * (struct cli_command, lib/cli.h) in its own cmd_<name>.c: its options
+ * are data that lib/cli.c parses, and its help comes from them.
  *
  * Where to read next: the daemon, which is what `runner run` is: its life
  * top to bottom in runner/daemon.c, its map in runner/daemon.h (poller.c
@@ -23,38 +24,30 @@
 #include <sys/syscall.h>
 
 #include "helpers/helpers.h"
+#include "lib/cli.h"
 #include "lib/log.h"
 #include "lib/version.h"
 #include "runner/commands.h"
 
-struct command {
-	const char	*name;
-	const char	*summary;
-	int		(*run)(int argc, char **argv);
-};
-
-static const struct command commands[] = {
-	{ "run", "Run the runners: ask GitLab for jobs, run them, report them", cmd_run },
-	{ "run-single", "Run one runner given by flags, for N jobs", cmd_run_single },
-	{ "register", "Register a runner with GitLab and save it in config.toml", cmd_register },
-	{ "verify", "Check each runner's token with GitLab", cmd_verify },
-	{ "unregister", "Unregister runners and remove them from config.toml", cmd_unregister },
-	{ "reset-token", "Rotate runner authentication tokens", cmd_reset_token },
-	{ "list", "List the runners in config.toml", cmd_list },
-	{ "install", "Install the runner as a systemd service", cmd_service },
-	{ "uninstall", "Remove the systemd service", cmd_service },
-	{ "start", "Start the service (systemctl start)", cmd_service },
-	{ "stop", "Stop the service: running jobs finish first", cmd_service },
-	{ "restart", "Restart the service (systemctl restart)", cmd_service },
-	{ "status", "Say whether the service is running", cmd_service },
-	{ "artifacts-uploader", "Archive files and upload them as job artifacts "
-	    "(called by the job script)", cmd_artifacts_uploader },
-	{ "artifacts-downloader", "Download and extract a job's artifacts "
-	    "(called by the job script)", cmd_artifacts_downloader },
-	{ "cache-archiver", "Archive files into the local cache (called by the job script)",
-	    cmd_cache_archiver },
-	{ "cache-extractor", "Extract a cache archive (called by the job script)",
-	    cmd_cache_extractor },
+/* What `runner` can do, in the order `runner help` lists it. */
+static const struct cli_command *const commands[] = {
+	&cmd_run_entry,
+	&cmd_run_single_entry,
+	&cmd_register_entry,
+	&cmd_verify_entry,
+	&cmd_unregister_entry,
+	&cmd_reset_token_entry,
+	&cmd_list_entry,
+	&cmd_install_entry,
+	&cmd_uninstall_entry,
+	&cmd_start_entry,
+	&cmd_stop_entry,
+	&cmd_restart_entry,
+	&cmd_status_entry,
+	&cmd_artifacts_uploader_entry,
+	&cmd_artifacts_downloader_entry,
+	&cmd_cache_archiver_entry,
+	&cmd_cache_extractor_entry,
 };
 
 #define NCOMMANDS	(sizeof(commands) / sizeof(commands[0]))
@@ -71,7 +64,7 @@ print_help(FILE *f)
 	    "A GitLab-compatible CI job runner agent, a drop-in for gitlab-runner.\n\n"
 	    "Commands:\n", usage_line);
 	for (i = 0; i < NCOMMANDS; i++)
-		fprintf(f, "  %-20s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-20s %s\n", commands[i]->name, commands[i]->summary);
 	fprintf(f, "\nGlobal options:\n"
 	    "  --debug               log at debug level\n"
 	    "  --log-level LEVEL     debug, info, warn, error, fatal or panic "
@@ -79,7 +72,8 @@ print_help(FILE *f)
 	    "  --log-format FORMAT   runner, text or json (env LOG_FORMAT)\n"
 	    "  -h, --help            show this help\n"
 	    "  -v, --version         print the version\n\n"
-	    "Run 'runner COMMAND --help' for the options of a command.\n");
+	    "Run 'runner help COMMAND' or 'runner COMMAND --help' for the options of "
+	    "a command.\n");
 }
 
 static void
@@ -108,6 +102,17 @@ cloexec_inherited(void)
 		(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
 }
 
+static const struct cli_command *
+find_command(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NCOMMANDS; i++)
+		if (strcmp(name, commands[i]->name) == 0)
+			return commands[i];
+	return NULL;
+}
+
 static int
 usage_error(const char *fmt, const char *arg)
 {
@@ -129,10 +134,10 @@ main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const struct cli_command *cmd;
 	enum log_level level;
 	enum log_format format;
 	const char *env;
-	size_t i;
 	int ch;
 
 	/* As in gitlab-runner, the environment variables are the flags' defaults. */
@@ -192,11 +197,16 @@ main(int argc, char **argv)
 	if (optind >= argc)
 		return usage_error("%s", "no command given");
 
-	for (i = 0; i < NCOMMANDS; i++)
-		if (strcmp(argv[optind], commands[i].name) == 0)
-			return commands[i].run(argc - optind, argv + optind);
+	if ((cmd = find_command(argv[optind])) != NULL)
+		return cli_run(cmd, argc - optind, argv + optind);
 	if (strcmp(argv[optind], "help") == 0) {
-		print_help(stdout);
+		if (optind + 1 >= argc) {
+			print_help(stdout);
+			return 0;
+		}
+		if ((cmd = find_command(argv[optind + 1])) == NULL)
+			return usage_error("help: unknown command '%s'", argv[optind + 1]);
+		cli_help(cmd, stdout);
 		return 0;
 	}
 	if (strcmp(argv[optind], "version") == 0) {

@@ -10,6 +10,7 @@
 
 #include "lib/buf.h"
 #include "lib/duration.h"
+#include "lib/strconv.h"
 #include "lib/xmalloc.h"
 #include "runner/config.h"
 #include "runner/script.h"
@@ -97,44 +98,6 @@ push(struct job_vars *v, const char *key, const char *value, bool file,
 	e->raw = raw;
 }
 
-/* strconv.ParseBool: the only spellings gitlab-runner takes. */
-static int
-parse_bool(const char *s, bool *out)
-{
-	static const char *const yes[] = { "1", "t", "T", "TRUE", "true", "True" };
-	static const char *const no[] = { "0", "f", "F", "FALSE", "false", "False" };
-	size_t i;
-
-	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
-		if (strcmp(s, yes[i]) == 0) {
-			*out = true;
-			return 0;
-		}
-		if (strcmp(s, no[i]) == 0) {
-			*out = false;
-			return 0;
-		}
-	}
-	return -1;
-}
-
-/* strconv.ParseInt(s, 10, 64): sign, digits, nothing else. */
-static int
-parse_int(const char *s, int64_t *out)
-{
-	char *end;
-	long long n;
-
-	if (*s == '\0' || (*s != '-' && *s != '+' && (*s < '0' || *s > '9')))
-		return -1;
-	errno = 0;
-	n = strtoll(s, &end, 10);
-	if (errno != 0 || *end != '\0')
-		return -1;
-	*out = n;
-	return 0;
-}
-
 static bool
 is_ff_name(const char *key)
 {
@@ -177,7 +140,7 @@ resolve_ff(const struct runner_config *rc, const struct api_job *job,
 				return rc->feature_flags[i].value;
 	raw = payload_value(job, name);
 	if (raw != NULL && *raw != '\0') {
-		if (parse_bool(raw, &val) == 0)
+		if (strconv_parse_bool(raw, &val) == 0)
 			return val;
 		strv_push_owned(warnings, xasprintf("%s: could not parse feature "
 		    "flag, expected bool, got %s", name, raw));
@@ -536,7 +499,7 @@ setting_bool(const struct job_vars *v, const char *key, bool def,
 
 	if (*raw == '\0')
 		return def;
-	if (parse_bool(raw, &val) == 0)
+	if (strconv_parse_bool(raw, &val) == 0)
 		return val;
 	strv_push_owned(warnings, xasprintf("%s: expected bool got \"%s\", using "
 	    "default value: %s", key, raw, def ? "true" : "false"));
@@ -552,7 +515,7 @@ setting_int(const struct job_vars *v, const char *key, int64_t def,
 
 	if (*raw == '\0')
 		return def;
-	if (parse_int(raw, &val) == 0)
+	if (strconv_parse_int(raw, &val) == 0)
 		return val;
 	strv_push_owned(warnings, xasprintf("%s: expected int got \"%s\", using "
 	    "default value: %lld", key, raw, (long long)def));

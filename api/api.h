@@ -29,6 +29,7 @@
 
 struct api;
 struct api_call;
+struct log_secret;
 
 struct api_config {
 	uv_loop_t	*loop;
@@ -312,6 +313,7 @@ struct api_input {
 struct api_job {
 	int64_t			 id;
 	char			*token;		/* the job token */
+	struct log_secret	*token_mask;	/* masks token in the log while the job lives */
 	bool			 allow_git_fetch;
 	struct api_job_info	 job_info;
 	struct api_git_info	 git_info;

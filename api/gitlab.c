@@ -709,7 +709,6 @@ deliver_job_request(struct api_call *call, const struct http_result *res,
 			json_parse_job(res->body, res->body_len, &job, &err);
 		if (job != NULL) {
 			result = API_JOB_RECEIVED;
-			log_secret_add(job->token);
 		} else {
 			/* GitLab has given us this job; it will time out there. Say so. */
 			struct buf b;

@@ -26,6 +26,7 @@
 
 #include "api/json.h"
 #include "lib/buf.h"
+#include "lib/log.h"
 #include "lib/strv.h"
 #include "lib/xmalloc.h"
 
@@ -1061,6 +1062,8 @@ json_parse_job(const char *body, size_t len, struct api_job **out, char **err)
 		*err = jp.err;
 		return -1;
 	}
+	/* The job's token is masked in every log line for as long as the job lives. */
+	job->token_mask = log_secret_hold(job->token);
 	*out = job;
 	return 0;
 }
@@ -1378,6 +1381,7 @@ api_job_free(struct api_job *job)
 
 	if (job == NULL)
 		return;
+	log_secret_drop(job->token_mask);
 	free(job->token);
 
 	free(job->job_info.name);

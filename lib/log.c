@@ -33,8 +33,19 @@ static int		log_tty = -1;	/* -1: not asked yet */
 static enum log_level	log_level = LOG_LEVEL_INFO;
 static enum log_format	log_format = LOG_FORMAT_RUNNER;
 
-static char	**log_secrets;	/* longest first */
-static size_t	  log_nsecrets;
+/*
+ * The values to mask, each held by as many owners as gave it: a config
+ * entry, a job's payload, a replayed report, or the process itself
+ * (log_secret_add).  Longest first, so that a secret that contains
+ * another is masked whole.
+ */
+struct log_secret {
+	char	*value;
+	size_t	 len;
+	unsigned refs;
+};
+static struct log_secret **log_secrets;
+static size_t		   log_nsecrets;
 
 static const char *const log_names[] = {
 	[LOG_LEVEL_DEBUG] = "debug",
@@ -245,10 +256,10 @@ log_mask(const char *msg, size_t len, struct log_str *out)
 	mark = len <= sizeof stack ? stack : xmalloc(len);
 	memset(mark, 0, len);
 	for (i = 0; i < log_nsecrets; i++) {
-		slen = strlen(log_secrets[i]);
+		slen = log_secrets[i]->len;
 		at = msg;
 		while ((size_t)(end - at) >= slen &&
-		    (at = memmem(at, (size_t)(end - at), log_secrets[i],
+		    (at = memmem(at, (size_t)(end - at), log_secrets[i]->value,
 		    slen)) != NULL) {
 			memset(mark + (at - msg), 1, slen);
 			any = true;
@@ -612,53 +623,67 @@ log_token(const char *token, char out[LOG_TOKEN_SIZE])
 	return out;
 }
 
-void
-log_secret_add(const char *secret)
+struct log_secret *
+log_secret_hold(const char *value)
 {
-	size_t	len, i, at;
+	struct log_secret	*ls;
+	size_t			 len, i, at;
 
-	if (secret == NULL || (len = strlen(secret)) < LOG_SECRET_MIN)
-		return;
+	if (value == NULL || (len = strlen(value)) < LOG_SECRET_MIN)
+		return NULL;
 	for (i = 0; i < log_nsecrets; i++) {
-		if (strcmp(log_secrets[i], secret) == 0)
-			return;
+		if (log_secrets[i]->len == len && memcmp(log_secrets[i]->value, value, len) == 0) {
+			log_secrets[i]->refs++;
+			return log_secrets[i];
+		}
 	}
-	/* Keep longest first; the order only matters to readers of the list. */
 	for (at = 0; at < log_nsecrets; at++) {
-		if (strlen(log_secrets[at]) < len)
+		if (log_secrets[at]->len < len)
 			break;
 	}
-	log_secrets = xreallocarray(log_secrets, log_nsecrets + 1,
-	    sizeof *log_secrets);
+	ls = xmalloc(sizeof *ls);
+	ls->value = xstrdup(value);
+	ls->len = len;
+	ls->refs = 1;
+	log_secrets = xreallocarray(log_secrets, log_nsecrets + 1, sizeof *log_secrets);
 	memmove(log_secrets + at + 1, log_secrets + at,
 	    (log_nsecrets - at) * sizeof *log_secrets);
-	log_secrets[at] = xstrdup(secret);
+	log_secrets[at] = ls;
 	log_nsecrets++;
+	return ls;
 }
 
 static void
-log_secret_free(char *s)
+log_secret_free(struct log_secret *ls)
 {
-	explicit_bzero(s, strlen(s));
-	free(s);
+	explicit_bzero(ls->value, ls->len);
+	free(ls->value);
+	free(ls);
 }
 
 void
-log_secret_remove(const char *secret)
+log_secret_drop(struct log_secret *ls)
 {
 	size_t	i;
 
-	if (secret == NULL)
+	if (ls == NULL || --ls->refs > 0)
 		return;
 	for (i = 0; i < log_nsecrets; i++) {
-		if (strcmp(log_secrets[i], secret) != 0)
+		if (log_secrets[i] != ls)
 			continue;
-		log_secret_free(log_secrets[i]);
 		memmove(log_secrets + i, log_secrets + i + 1,
 		    (log_nsecrets - i - 1) * sizeof *log_secrets);
 		log_nsecrets--;
-		return;
+		break;
 	}
+	log_secret_free(ls);
+}
+
+void
+log_secret_add(const char *value)
+{
+	/* The process is the owner; nothing drops this hold. */
+	(void)log_secret_hold(value);
 }
 
 void

@@ -9,7 +9,7 @@
  *
  * Secrets: a token is never passed to a log call as it is.  Callers print
  * log_token(token, buf), the shortened form gitlab-runner prints.  As a
- * second line of defence every value given to log_secret_add() is replaced
+ * second line of defence every value held in the secret set below is replaced
  * by "[MASKED]" in every line before it is written.
  *
  * The log functions leave errno as they found it.  They are not
@@ -68,9 +68,21 @@ _Noreturn void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2))
  */
 const char *log_token(const char *token, char out[LOG_TOKEN_SIZE]);
 
-/* Register / forget a secret value to mask in every log line. */
-void	log_secret_add(const char *secret);
-void	log_secret_remove(const char *secret);
+/*
+ * The secrets masked in every log line, one reference-counted set.  Whoever
+ * holds a token holds its mask for as long: a config entry (config.c), a
+ * job's payload (api/json.c), a replayed report (job_replay.c).  The same
+ * value held twice (a reload that keeps an entry, two entries with one
+ * token) stays masked until its last holder drops it, so nobody pairs an
+ * add with a remove.  NULL and values shorter than 4 bytes are not held:
+ * log_secret_hold() returns NULL, which log_secret_drop() takes.
+ */
+struct log_secret;
+struct log_secret *log_secret_hold(const char *value);
+void	log_secret_drop(struct log_secret *held);
+/* Masked for the rest of the process: a command's flag, a token just issued. */
+void	log_secret_add(const char *value);
+/* Tests: forget every secret; handles still held become invalid. */
 void	log_secret_clear(void);
 
 #endif

@@ -757,7 +757,7 @@ runner_finish(struct runner_config *rc)
 	s = config_expand_env(rc->token);
 	free(rc->token);
 	rc->token = s;
-	log_secret_add(rc->token);
+	rc->token_mask = log_secret_hold(rc->token);
 
 	if (rc->limit < 0)
 		set_problem(rc, "limit is %lld; it must be 0 (no limit) or more",
@@ -957,8 +957,7 @@ config_release(struct config *cfg)
 	for (i = 0; i < cfg->n_runners; i++) {
 		struct runner_config *rc = &cfg->runners[i];
 
-		if (rc->token != NULL)
-			log_secret_remove(rc->token);
+		log_secret_drop(rc->token_mask);
 		release_fields(runner_specs, rc);
 		free(rc->problem);
 	}

@@ -27,6 +27,7 @@
 #include "runner/toml.h"
 
 struct api_creds;
+struct log_secret;
 
 struct config_pair {
 	char	*name;
@@ -82,6 +83,7 @@ struct runner_config {
 	char		*url;		/* after $VAR expansion */
 	int64_t		 id;
 	char		*token;		/* after $VAR expansion; never logged */
+	struct log_secret *token_mask;	/* masks token in the log while the entry lives */
 	struct config_time token_obtained_at;
 	struct config_time token_expires_at;
 	char		*tls_ca_file;

@@ -417,10 +417,8 @@ reload(struct run *r, const char *why)
 		d->pollers = p;
 	}
 	free(kept);
-	/* Tokens of both configs were masked; releasing the old one unmasks shared ones. */
+	/* A token both configs hold stays masked: the new entry holds it too. */
 	config_release(&old);
-	for (i = 0; i < d->cfg.n_runners; i++)
-		log_secret_add(d->cfg.runners[i].token);
 	on_slots_changed(r);
 }
 

@@ -420,12 +420,6 @@ on_timeout_closed(uv_handle_t *h)
 	script_input_release(&job->input);
 	job_prep_release(&job->prep);
 	free(job->prep_error);
-	/*
-	 * api/gitlab.c made the token a log secret when the job arrived; it
-	 * is dead now, and a daemon that kept every job's token would grow
-	 * by one string per job and redact every log line against them all.
-	 */
-	log_secret_remove(job->payload->token);
 	api_job_free(job->payload);
 	job_settings_release(&job->set);
 	runner_info_release(&job->info);

@@ -28,6 +28,7 @@ struct recovery {
 	struct trace_log	*log;
 	struct trace		*trace;
 	char			*path;
+	struct log_secret	*token_mask;	/* the job token's, while the report is replayed */
 	struct recover_all	*all;
 };
 
@@ -47,7 +48,7 @@ recovery_done(struct recover_all *all)
 
 	while ((r = all->list) != NULL) {
 		all->list = r->next;
-		log_secret_remove(r->e.job_token);	/* added when read, see below */
+		log_secret_drop(r->token_mask);
 		journal_entry_release(&r->e);
 		free(r->path);
 		free(r);
@@ -122,7 +123,7 @@ job_recover(const struct job_env *env, const char *state_dir, const struct api_i
 		}
 		r->next = all->list;
 		all->list = r;
-		log_secret_add(r->e.job_token);
+		r->token_mask = log_secret_hold(r->e.job_token);
 		r->creds.url = r->e.url;
 		r->creds.token = "";
 		r->creds.tls_ca_file = r->e.tls_ca_file;

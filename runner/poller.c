@@ -371,7 +371,6 @@ on_requested(enum api_request_result result, const struct api_answer *answer,
 			/* Cannot happen: stopping cancels requests first.  Say so if it does. */
 			log_error("job %" PRId64 " arrived for a runner entry that is gone; it "
 			    "will time out in GitLab", job->id);
-			log_secret_remove(job->token);	/* added on receipt, in api/gitlab.c */
 			api_job_free(job);
 			slots_changed(d);
 			return;

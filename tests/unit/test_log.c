@@ -354,31 +354,40 @@ test_secret_overlapping(void **state)
 static void
 test_secret_list(void **state)
 {
+	struct log_secret *a, *b, *first, *second;
+
 	(void)state;
-	/* Ignored: NULL, empty, shorter than 4 bytes. */
-	log_secret_add(NULL);
-	log_secret_add("");
-	log_secret_add("abc");
+	/* Not held: NULL, empty, shorter than 4 bytes. */
+	assert_null(log_secret_hold(NULL));
+	assert_null(log_secret_hold(""));
+	assert_null(log_secret_hold("abc"));
+	log_secret_drop(NULL);
 	log_info("abc");
 	assert_string_equal(take(), "abc\n");
 
-	/* A duplicate is stored once, so one remove forgets it. */
-	log_secret_add("abcd");
-	log_secret_add("abcd");
+	/* Held twice (a reload that keeps an entry): masked until both drop it. */
+	a = log_secret_hold("abcd");
+	b = log_secret_hold("abcd");
+	assert_ptr_equal(a, b);
 	log_info("abcd");
 	assert_string_equal(take(), "[MASKED]\n");
-	log_secret_remove("abcd");
+	log_secret_drop(a);
+	log_info("abcd");
+	assert_string_equal(take(), "[MASKED]\n");
+	log_secret_drop(b);
 	log_info("abcd");
 	assert_string_equal(take(), "abcd\n");
 
-	/* Removing one leaves the others. */
-	log_secret_add("first-secret");
-	log_secret_add("second-secret");
-	log_secret_remove("first-secret");
-	log_secret_remove("never-added");
-	log_secret_remove(NULL);
-	log_info("first-secret second-secret");
-	assert_string_equal(take(), "first-secret [MASKED]\n");
+	/* Dropping one leaves the others; a process-long add stays. */
+	first = log_secret_hold("first-secret");
+	second = log_secret_hold("second-secret");
+	log_secret_add("third-secret");
+	log_secret_drop(first);
+	log_info("first-secret second-secret third-secret");
+	assert_string_equal(take(), "first-secret [MASKED] [MASKED]\n");
+	log_secret_drop(second);
+	log_info("second-secret third-secret");
+	assert_string_equal(take(), "second-secret [MASKED]\n");
 
 	log_secret_clear();
 	log_info("second-secret");

@@ -45,7 +45,11 @@ enum kind {
 	KIND_HISTOGRAM,
 };
 
-static const char *const kind_name[] = { "counter", "gauge", "histogram" };
+static const char *const kind_name[] = {
+	[KIND_COUNTER] = "counter",
+	[KIND_GAUGE] = "gauge",
+	[KIND_HISTOGRAM] = "histogram",
+};
 
 struct series;
 

@@ -209,13 +209,18 @@ job_settings_release(struct job_settings *s)
 	memset(s, 0, sizeof(*s));
 }
 
-int64_t
+static int64_t
 job_id(const struct job *job)
 {
 	return job->payload->id;
 }
 
-const char *
+/*
+ * Map a failure reason to one GitLab accepts, as gitlab-runner does
+ * (protocol.md 5.6): supported are the payload's failure_reasons plus
+ * script_failure, runner_system_failure and job_execution_timeout.
+ */
+static const char *
 job_failure_reason(const struct strv *supported, const char *reason)
 {
 	static const char *const always[] = { "script_failure", "runner_system_failure",

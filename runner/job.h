@@ -92,8 +92,6 @@ void		 job_interrupt(struct job *job);
  */
 void		 job_abandon(struct job *job);
 
-int64_t		 job_id(const struct job *job);
-
 /*
  * Finish the reports a crash left in the journal of state_dir: send the
  * rest of each log and its final report (a job that was still running is
@@ -102,12 +100,5 @@ int64_t		 job_id(const struct job *job);
  */
 void		 job_recover(const struct job_env *env, const char *state_dir,
 		    const struct api_info *info, void (*done)(void *arg), void *arg);
-
-/*
- * Map a failure reason to one GitLab accepts, as gitlab-runner does
- * (protocol.md 5.6): supported are the payload's failure_reasons plus
- * script_failure, runner_system_failure and job_execution_timeout.
- */
-const char	*job_failure_reason(const struct strv *supported, const char *reason);
 
 #endif

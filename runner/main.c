@@ -8,10 +8,10 @@
  *
  * Where to read next: the daemon, which is what `runner run` is: its life
  * top to bottom in runner/daemon.c, its map in runner/daemon.h (poller.c
- * asks GitLab for jobs, job.c runs one, trace.c sends its log).  README.md
- * ("How the code is laid out") names every folder: lib/ (leaf utilities),
- * api/ (the GitLab client), executors/, helpers/ (the commands the job
- * script calls) and runner/.
+ * asks GitLab for jobs, job.c runs one, trace.c sends its log).  The whole
+ * design, folder by folder and state machine by state machine, is
+ * docs/design.md; the wire protocol as this runner speaks it, with the
+ * section numbers comments cite, is docs/protocol.md.
  */
 #include <fcntl.h>
 #include <getopt.h>

@@ -19,7 +19,8 @@
 #include "lib/xmalloc.h"
 #include "runner/system_id.h"
 
-bool
+/* Does s have the form ^[sr]_[0-9a-zA-Z]{12}$? */
+static bool
 system_id_valid(const char *s)
 {
 	size_t i;

@@ -7,11 +7,6 @@
 #ifndef RUNNER_SYSTEM_ID_H
 #define RUNNER_SYSTEM_ID_H
 
-#include <stdbool.h>
-
-/* Does s have the form ^[sr]_[0-9a-zA-Z]{12}$? */
-bool	system_id_valid(const char *s);
-
 /*
  * The id stored in <config_dir>/.runner_system_id, created if missing:
  * "s_" + 12 hex digits of HMAC-SHA256(machine id, "gitlab-runner") when

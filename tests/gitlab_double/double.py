@@ -6,7 +6,7 @@ its rejections, (b) can be told to misbehave (429 storms, dropped
 connections, slow answers) and (c) notices when the *client* breaks the
 protocol (token in the wrong header, missing X-Request-Id, ...), so a test
 can assert there were no violations.  The wire facts come from
-../shared/docs/protocol.md (sections 1, 2, 3.1, 4.1-4.4, 5, 6.1-6.3, 13).
+docs/protocol.md (sections 1, 2, 3.1, 4.1-4.4, 5, 6.1-6.3, 13).
 
 Layout of this module, top to bottom:
 

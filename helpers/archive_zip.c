@@ -28,8 +28,8 @@
 
 #include "helpers/archive.h"
 #include "helpers/archive_impl.h"
-#include "helpers/helpers.h"	/* helper_size(): the sizes the job log shows */
 #include "lib/buf.h"
+#include "lib/size.h"
 #include "lib/xmalloc.h"
 
 /* Symlink hops one target may take before it counts as a loop (ELOOP's 40). */
@@ -596,8 +596,8 @@ check_space(struct extract *x)
 	avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
 	if (x->st.bytes <= avail)
 		return 0;
-	helper_size(x->st.bytes, need, sizeof(need));
-	helper_size(avail, have, sizeof(have));
+	size_format(x->st.bytes, need, sizeof(need));
+	size_format(avail, have, sizeof(have));
 	arc_errf(x->err, x->errlen, NULL, "%s: needs %s, %s free in %s", x->zip,
 	    need, have, x->dest);
 	return -1;

@@ -35,6 +35,7 @@
 #include "lib/fdio.h"
 #include "lib/log.h"
 #include "lib/rand.h"
+#include "lib/size.h"
 #include "lib/strv.h"
 #include "lib/xmalloc.h"
 
@@ -112,8 +113,8 @@ rate_line(const char *verb, uint64_t bytes, uint64_t start_ms)
 	uint64_t ms = clock_mono_ms() - start_ms;
 	char size[32], rate[32];
 
-	helper_size(bytes, size, sizeof(size));
-	helper_size(ms > 0 ? bytes * 1000 / ms : bytes, rate, sizeof(rate));
+	size_format(bytes, size, sizeof(size));
+	size_format(ms > 0 ? bytes * 1000 / ms : bytes, rate, sizeof(rate));
 	log_info("%s %s in %.1f s (%s/s)", verb, size, (double)ms / 1000, rate);
 }
 
@@ -296,7 +297,7 @@ upload(const struct upload_opts *o, enum archive_format fmt)
 	filename = upload_filename(o->name, fmt);
 	if ((len = write_body(fd, boundary, filename, fmt, files.v, &st)) == -1)
 		goto out;
-	helper_size((unsigned long long)len, size, sizeof(size));
+	size_format((unsigned long long)len, size, sizeof(size));
 	log_info("%s: %" PRIu64 " files and directories, %s to send", filename, st.entries,
 	    size);
 	ctype = xasprintf("multipart/form-data; boundary=%s", boundary);

@@ -27,6 +27,7 @@
 #include "lib/fdio.h"
 #include "lib/log.h"
 #include "lib/mkdirs.h"
+#include "lib/size.h"
 #include "lib/strv.h"
 #include "lib/xmalloc.h"
 
@@ -67,7 +68,7 @@ write_cache(const char *file, char *const *files)
 		log_error("cannot put the cache in place at %s: %s", file, strerror(errno));
 	else {
 		(void)fd_sync_parent(file);
-		helper_size((unsigned long long)sb.st_size, size, sizeof(size));
+		size_format((unsigned long long)sb.st_size, size, sizeof(size));
 		log_info("%s: %" PRIu64 " files and directories, %s", file, st.entries, size);
 		rc = 0;
 	}

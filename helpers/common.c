@@ -15,6 +15,7 @@
 #include "helpers/helpers.h"
 #include "lib/cli.h"
 #include "lib/log.h"
+#include "lib/size.h"
 #include "lib/strv.h"
 
 /*
@@ -54,23 +55,6 @@ helper_select(char *const *paths, char *const *excludes, bool untracked,
 	return 0;
 }
 
-void
-helper_size(unsigned long long bytes, char *out, size_t size)
-{
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)bytes;
-	size_t u = 0;
-
-	while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(out, size, "%llu B", bytes);
-	else
-		snprintf(out, size, "%.1f %s", v, units[u]);
-}
-
 static uint64_t
 env_limit(const char *name, uint64_t def)
 {
@@ -106,7 +90,7 @@ helper_extract(const char *path)
 		log_error("%s", err);
 		return -1;
 	}
-	helper_size(st.bytes, size, sizeof(size));
+	size_format(st.bytes, size, sizeof(size));
 	log_info("Extracted %" PRIu64 " files and directories (%s)", st.entries, size);
 	return 0;
 }

@@ -22,8 +22,6 @@ struct strv;
 /* The files --path/--exclude/--untracked select, warnings logged; -1: logged. */
 int	helper_select(char *const *paths, char *const *excludes, bool untracked,
 	    struct strv *out);
-/* "12.3 MiB": bytes for a person. */
-void	helper_size(unsigned long long bytes, char *out, size_t size);
 /* Extract the zip at path into the working directory, bounded; -1: logged. */
 int	helper_extract(const char *path);
 

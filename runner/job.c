@@ -9,8 +9,8 @@
  * The stages are data: gitlab-runner's list (protocol.md 9.1), each with a
  * kind that says when it runs.  A failure before or in the user steps
  * ends them; after_script still runs, also after a graceful cancel (with
- * CI_JOB_STATUS=canceled) or RUNNER_SCRIPT_TIMEOUT, but not after the job
- * timeout, an abort or a forced shutdown (9.4, 9.6); cleanup always runs
+ * CI_JOB_STATUS=canceled) or RUNNER_SCRIPT_TIMEOUT (timedout), but not
+ * after the job timeout, an abort or a forced shutdown (9.4, 9.6); cleanup always runs
  * unless GitLab aborted the job.  The text of every stage comes from
  * script.c, made from script_input.c's input; the variables and settings
  * come from vars.c.
@@ -648,6 +648,21 @@ stage_wanted(const struct job *job, const struct stage *st)
 	return false;
 }
 
+/*
+ * after_script's CI_JOB_STATUS, as gitlab-runner's runtimeStateAndError()
+ * names how the user steps ended: a cancel first, then a timeout
+ * (RUNNER_SCRIPT_TIMEOUT; the job's own timeout skips after_script).
+ */
+static const char *
+after_script_status(const struct job *job)
+{
+	if (job_canceled(job))
+		return "canceled";
+	if (job_saw(job, CAUSE(JOB_ENDING_SCRIPT_TIMED_OUT)))
+		return "timedout";
+	return job_failed(job) ? "failed" : "success";
+}
+
 static void
 run_next_stage(struct job *job)
 {
@@ -662,10 +677,8 @@ run_next_stage(struct job *job)
 		st = &job->stages[i];
 		if (!stage_wanted(job, st))
 			continue;
-		/* after_script sees how the job went. */
 		script_input_stage(&job->input, st->step, job_failed(job),
-		    st->kind != STAGE_AFTER ? "running" : job_canceled(job) ? "canceled" :
-		    job_failed(job) ? "failed" : "success");
+		    st->kind != STAGE_AFTER ? "running" : after_script_status(job));
 		if ((script = script_stage(&job->input.sj, st->which)) != NULL)
 			break;	/* NULL: nothing to do, skipped without a section */
 	}

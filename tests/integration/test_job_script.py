@@ -113,7 +113,8 @@ def test_runner_script_timeout_fails_the_script_and_after_script_still_runs(gitl
     log = job.log_text
     assert job.status == "failed", log
     assert job.failure_reason == "job_execution_timeout", log
-    assert "after: failed" in log
+    # gitlab-runner's runtimeStateAndError(): a script timeout is "timedout", not "failed".
+    assert "after: timedout" in log
     assert time.monotonic() - started < 25
 
 

@@ -571,6 +571,32 @@ write_submodules(struct buf *b, const struct script_job *j)
 	}
 }
 
+/*
+ * GIT_STRATEGY none or empty: no git, but the same notices as a fetch
+ * says, because gitlab-runner turns GIT_CHECKOUT and the submodule
+ * strategy off for these two (GetGitCheckout, GetSubmoduleStrategy) and
+ * still asks a credential helper to forget the token.  The hooks do not
+ * run.
+ */
+static void
+no_repository(struct buf *b, const struct script_job *j, int empty_dir)
+{
+	if (empty_dir) {
+		say(b, FMT_NOTICE, "Skipping Git repository setup and creating "
+		    "an empty build directory");
+		buf_puts(b, "rm -rf ");
+		path_word(b, j->project_dir, NULL);
+		buf_putc(b, '\n');
+	} else
+		say(b, FMT_NOTICE, "Skipping Git repository setup");
+	buf_puts(b, "mkdir -p ");
+	path_word(b, j->project_dir, NULL);
+	buf_putc(b, '\n');
+	say(b, FMT_NOTICE, "Skipping Git checkout");
+	say(b, FMT_NOTICE, "Skipping Git submodules setup");
+	write_credential_reject(b, j);
+}
+
 static int
 get_sources(struct buf *b, const struct script_job *j)
 {
@@ -581,21 +607,8 @@ get_sources(struct buf *b, const struct script_job *j)
 	write_exports(b, j, 0);
 	buf_puts(b, "export GIT_TERMINAL_PROMPT=0\nexport GCM_INTERACTIVE=Never\n");
 
-	if (strcmp(st, "none") == 0) {
-		say(b, FMT_NOTICE, "Skipping Git repository setup");
-		buf_puts(b, "mkdir -p ");
-		path_word(b, j->project_dir, NULL);
-		buf_putc(b, '\n');
-		return (0);
-	}
-	if (strcmp(st, "empty") == 0) {
-		say(b, FMT_NOTICE, "Skipping Git repository setup and creating "
-		    "an empty build directory");
-		buf_puts(b, "rm -rf ");
-		path_word(b, j->project_dir, NULL);
-		buf_puts(b, "\nmkdir -p ");
-		path_word(b, j->project_dir, NULL);
-		buf_putc(b, '\n');
+	if (strcmp(st, "none") == 0 || strcmp(st, "empty") == 0) {
+		no_repository(b, j, strcmp(st, "empty") == 0);
 		return (0);
 	}
 	clone = strcmp(st, "clone") == 0;

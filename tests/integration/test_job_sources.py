@@ -151,6 +151,9 @@ def test_none_and_empty_strategies(gitlab, daemons, git_server, tmp_path):
     gitlab.wait_for_job(none, ("success", "failed"), timeout=60)
     assert none.status == "success", none.log_text
     assert "Skipping Git repository setup" in none.log_text
+    # As gitlab-runner: none and empty turn checkout and submodules off, and say so.
+    assert "Skipping Git checkout" in none.log_text
+    assert "Skipping Git submodules setup" in none.log_text
     assert "STILL-THERE" in none.log_text
     assert len(git_server.requests) == requests_before     # not one request to git
 
@@ -160,6 +163,8 @@ def test_none_and_empty_strategies(gitlab, daemons, git_server, tmp_path):
     d.stop()
     assert empty.status == "success", empty.log_text
     assert "ENTRIES=0" in empty.log_text
+    assert "Skipping Git checkout" in empty.log_text
+    assert "Skipping Git submodules setup" in empty.log_text
     assert len(git_server.requests) == requests_before
     assert os.path.isdir(where)
     check_run(gitlab, d, [cloned, none, empty])

@@ -409,8 +409,9 @@ test_golden(void **state)
 			j.git_strategy = strategies[i];
 			j.depth = 0;
 			j.get_sources_attempts = 1;
+			/* none and empty skip checkout and submodules whatever is set. */
 			j.checkout = i != 0;
-			j.submodule_strategy = "none";
+			j.submodule_strategy = i != 0 ? "recursive" : "none";
 			j.ca_file = "";
 			s = script_stage(&j, SCRIPT_GET_SOURCES);
 			name = xasprintf("%s_get_sources_%s", shells[k],
@@ -780,6 +781,54 @@ test_sources_none_empty(void **state)
 	}
 }
 
+/* Where needle is in hay, after from; NULL when it is not. */
+static const char *
+after(const char *hay, const char *from, const char *needle)
+{
+	return (from == NULL ? NULL : strstr(from > hay ? from : hay, needle));
+}
+
+/*
+ * gitlab-runner's writeGetSourcesScript table (shells/abstract_test.go,
+ * "strategy none" and "strategy empty"): with GIT_CHECKOUT and a submodule
+ * strategy set, none and empty still say they skip both, in this order,
+ * run no hook and ask the credential helpers to forget the token.
+ */
+static void
+test_sources_none_empty_notices(void **state)
+{
+	static const struct {
+		const char	*strategy;
+		const char	*notice;
+	} t[] = {
+		{ "none", "'Skipping Git repository setup'" },
+		{ "empty", "'Skipping Git repository setup and creating an empty build directory'" },
+	};
+	struct script_job j;
+	const char *p;
+	char *s;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < NELEM(t); i++) {
+		golden_job(&j, "bash");
+		j.git_strategy = t[i].strategy;
+		j.checkout = true;
+		j.submodule_strategy = "recursive";
+		s = script_stage(&j, SCRIPT_GET_SOURCES);
+		p = after(s, s, t[i].notice);
+		p = after(s, p, "'\\''Skipping Git checkout'\\''");
+		p = after(s, p, "'\\''Skipping Git submodules setup'\\''");
+		p = after(s, p, "git credential reject");
+		assert_non_null(p);
+		assert_null(strstr(s, "echo pre"));
+		assert_null(strstr(s, "echo post"));
+		assert_null(strstr(s, "git submodule"));
+		assert_null(strstr(s, "checkout -f"));
+		free(s);
+	}
+}
+
 /* A bare repository: commit 1 tagged v1, commit 2 on main. */
 static void
 make_origin(char **sha1, char **sha2)
@@ -1111,6 +1160,7 @@ main(void)
 		cmocka_unit_test(test_gitlab_env_and_files),
 		cmocka_unit_test(test_errexit),
 		cmocka_unit_test(test_sources_none_empty),
+		cmocka_unit_test(test_sources_none_empty_notices),
 		cmocka_unit_test(test_sources_git),
 		cmocka_unit_test(test_sources_token_helper),
 		cmocka_unit_test(test_sources_native_clone),

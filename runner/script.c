@@ -752,11 +752,72 @@ step(struct buf *b, const struct script_job *j)
 	free(prefix);
 }
 
+/*
+ * FF_ENABLE_JOB_CLEANUP, as gitlab-runner's writeCleanupBuildDirectoryScript:
+ * a clone or an empty directory goes; a fetch checkout is cleaned and reset
+ * so the next job's fetch starts from the commit; with none the directory
+ * is the user's, not the runner's, and stays.  The fetch commands run only
+ * where the job's .git is: without it (get_sources failed before git init)
+ * git would find and clean a repository above the builds directory.
+ */
+static void
+clean_project(struct buf *b, const struct script_job *j)
+{
+	const char *st = j->submodule_strategy;
+	int subs = !empty(st) && (strcmp(st, "normal") == 0 || strcmp(st, "recursive") == 0);
+	const char *foreach = !empty(st) && strcmp(st, "recursive") == 0 ?
+	    "git submodule foreach --recursive " : "git submodule foreach ";
+	int clean = !empty(j->clean_flags) && strcmp(j->clean_flags, "none") != 0;
+	struct buf inner;
+
+	if (strcmp(j->git_strategy, "none") == 0) {
+		say(b, FMT_NOTICE, "Skipping build directory cleanup step");
+		return;
+	}
+	if (strcmp(j->git_strategy, "fetch") != 0) {
+		buf_puts(b, "rm -rf ");
+		path_word(b, j->project_dir, NULL);
+		buf_putc(b, '\n');
+		return;
+	}
+	buf_puts(b, "if [ -d ");
+	path_word(b, j->project_dir, ".git");
+	buf_puts(b, " ]; then\n");
+	write_cd(b, j);
+	buf_init(&inner, BUF_UNLIMITED);
+	buf_puts(&inner, "git clean");
+	words(&inner, clean ? j->clean_flags : "");
+	if (clean) {
+		buf_puts(b, inner.ptr);
+		buf_putc(b, '\n');
+	}
+	buf_puts(b, "git reset --hard\n");
+	if (subs) {
+		/* foreach hands its command to a shell: quote the words for it. */
+		if (clean) {
+			buf_puts(b, foreach);
+			script_quote(b, inner.ptr);
+			buf_putc(b, '\n');
+		}
+		buf_puts(b, foreach);
+		script_quote(b, "git reset --hard");
+		buf_putc(b, '\n');
+	}
+	buf_puts(b, "fi\n");
+	buf_release(&inner);
+}
+
+/*
+ * gitlab-runner's writeCleanupScript: forget the token, remove what the
+ * runner left in the tmp dir and the file variables, then the project
+ * directory itself if FF_ENABLE_JOB_CLEANUP asks.
+ */
 static void
 cleanup(struct buf *b, const struct script_job *j)
 {
 	size_t i;
 
+	write_credential_reject(b, j);
 	buf_puts(b, "rm -f ");
 	path_word(b, j->tmp_dir, ENV_FILE);
 	buf_putc(b, ' ');
@@ -771,7 +832,8 @@ cleanup(struct buf *b, const struct script_job *j)
 		path_word(b, j->tmp_dir, j->vars[i].key);
 		buf_putc(b, '\n');
 	}
-	write_credential_reject(b, j);
+	if (j->job_cleanup)
+		clean_project(b, j);
 }
 
 static int

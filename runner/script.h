@@ -131,6 +131,9 @@ struct script_job {
 	const char		*post_build_script;	/* config.toml, after each user step */
 	bool			 on_failure;	/* archive_cache / upload_artifacts variant */
 
+	/* cleanup */
+	bool			 job_cleanup;	/* FF_ENABLE_JOB_CLEANUP: clean the project dir too */
+
 	/* caches and artifacts: the helper commands of this binary */
 	const char		*runner_command; /* absolute path of runner, or "" */
 	const char		*server_url;	/* the entry's url, for the artifact helpers */

@@ -172,6 +172,7 @@ script_input_make(struct script_input *in, struct api_job *payload,
 	sj->fetch_flags = bs->git_fetch_flags;
 	sj->clone_flags = bs->git_clone_flags;
 	sj->native_clone = job_vars_feature_flag(vars, "FF_USE_GIT_NATIVE_CLONE");
+	sj->job_cleanup = job_vars_feature_flag(vars, "FF_ENABLE_JOB_CLEANUP");
 	sj->submodule_strategy = bs->submodule_strategy;
 	sj->submodule_paths = bs->submodule_paths;
 	sj->submodule_update_flags = bs->submodule_update_flags;

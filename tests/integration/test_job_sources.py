@@ -110,6 +110,34 @@ def test_fetch_reuses_the_checkout_and_clone_starts_over(gitlab, daemons, git_se
     check_run(gitlab, d, [first, second, third])
 
 
+def test_ff_enable_job_cleanup_cleans_a_fetch_and_removes_a_clone(gitlab, daemons, git_server,
+                                                                 tmp_path):
+    # gitlab-runner's writeCleanupBuildDirectoryScript: fetch keeps .git but cleans
+    # (GIT_CLEAN_FLAGS) and resets the checkout; clone removes the directory.
+    r = gitlab.add_runner(token=new_token())
+    d = daemons(gitlab, [builds_entry(gitlab, r, tmp_path)])
+    d.start()
+    flag = {"FF_ENABLE_JOB_CLEANUP": "true"}
+    fetched = source_job(gitlab, r, git_server,
+                         ["echo DIR=$(pwd)", "touch untracked-file", "echo changed > README.md"],
+                         variables=dict(flag, GIT_STRATEGY="fetch"))
+    gitlab.wait_for_job(fetched, ("success", "failed"), timeout=60)
+    assert fetched.status == "success", fetched.log_text
+    where = project_dir(fetched.log_text)
+    assert os.path.isdir(os.path.join(where, ".git"))
+    assert not os.path.exists(os.path.join(where, "untracked-file"))
+    with open(os.path.join(where, "README.md")) as f:
+        assert f.read() != "changed\n"
+
+    cloned = source_job(gitlab, r, git_server, ["echo DIR=$(pwd)"],
+                        variables=dict(flag, GIT_STRATEGY="clone"))
+    gitlab.wait_for_job(cloned, ("success", "failed"), timeout=60)
+    d.stop()
+    assert cloned.status == "success", cloned.log_text
+    assert not os.path.exists(project_dir(cloned.log_text))
+    check_run(gitlab, d, [fetched, cloned])
+
+
 @pytest.mark.parametrize("kind", ["tag", "merge_request"])
 def test_other_refs(gitlab, daemons, git_server, tmp_path, kind):
     repos = git_server.repos

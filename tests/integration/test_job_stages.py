@@ -177,3 +177,31 @@ def test_after_script_timeout_ends_only_after_script(gitlab, daemons, tmp_path):
     assert "after starts" in log
     assert "WARNING: after_script took longer than RUNNER_AFTER_SCRIPT_TIMEOUT" in log
     assert not any(line.endswith(" never") for line in log.splitlines()), log
+
+
+def test_ff_enable_job_cleanup_removes_the_project_directory(gitlab, daemons, tmp_path):
+    # gitlab-runner's writeCleanupBuildDirectoryScript: empty (and clone) remove the
+    # project directory at cleanup, none leaves it and says so; the flag from
+    # config.toml or from a job variable.
+    script = ['echo "DIR=$CI_PROJECT_DIR"', "echo data > made-by-the-job"]
+    empty = run_one(gitlab, daemons, tmp_path / "a", script=script,
+                    variables={"GIT_STRATEGY": "empty", "FF_ENABLE_JOB_CLEANUP": "true"})
+    assert empty.status == "success", empty.log_text
+    assert not os.path.exists(printed(empty.log_text, "DIR")), "the project dir outlived the job"
+
+    configured = run_one(gitlab, daemons, tmp_path / "b", script=script,
+                         entry_keys={"feature_flags": {"FF_ENABLE_JOB_CLEANUP": True}},
+                         variables={"GIT_STRATEGY": "empty"})
+    assert configured.status == "success", configured.log_text
+    assert not os.path.exists(printed(configured.log_text, "DIR"))
+
+    none = run_one(gitlab, daemons, tmp_path / "c", script=script,
+                   variables={"GIT_STRATEGY": "none", "FF_ENABLE_JOB_CLEANUP": "true"})
+    assert none.status == "success", none.log_text
+    assert "Skipping build directory cleanup step" in none.log_text
+    assert os.path.exists(os.path.join(printed(none.log_text, "DIR"), "made-by-the-job"))
+
+    off = run_one(gitlab, daemons, tmp_path / "d", script=script,
+                  variables={"GIT_STRATEGY": "empty"})
+    assert off.status == "success", off.log_text
+    assert os.path.exists(os.path.join(printed(off.log_text, "DIR"), "made-by-the-job"))

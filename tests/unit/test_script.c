@@ -420,6 +420,14 @@ test_golden(void **state)
 			free(name);
 			free(s);
 		}
+		/* FF_ENABLE_JOB_CLEANUP with fetch and recursive submodules. */
+		golden_job(&j, shells[k]);
+		j.job_cleanup = true;
+		s = script_stage(&j, SCRIPT_CLEANUP);
+		name = xasprintf("%s_cleanup_file_variables_job_cleanup", shells[k]);
+		check_golden(name, s);
+		free(name);
+		free(s);
 		/* FF_GIT_URLS_WITHOUT_TOKENS false: the old insteadOf config. */
 		golden_job(&j, shells[k]);
 		j.git_urls_without_tokens = false;
@@ -829,6 +837,85 @@ test_sources_none_empty_notices(void **state)
 	}
 }
 
+/*
+ * FF_ENABLE_JOB_CLEANUP, gitlab-runner's writeCleanupBuildDirectoryScript
+ * table (shells/abstract_test.go): clone and empty remove the project
+ * directory, fetch cleans and resets the checkout (GIT_CLEAN_FLAGS), none
+ * leaves it; without the flag nothing of the project goes.
+ */
+static void
+test_job_cleanup(void **state)
+{
+	static const struct {
+		const char	*strategy;
+		bool		 flag;
+		bool		 kept;		/* the project dir is still there */
+	} t[] = {
+		{ "clone", false, true },
+		{ "clone", true, false },
+		{ "empty", true, false },
+		{ "none", true, true },
+		{ "fetch", false, true },
+	};
+	struct script_job j;
+	char *s, *file, *tracked;
+	size_t i, k;
+
+	(void)state;
+	for (k = 0; k < NELEM(shells); k++) {
+		for (i = 0; i < NELEM(t); i++) {
+			run_job(&j, shells[k], "cleanup");
+			file = xasprintf("%s/left-over", j.project_dir);
+			write_file(file, "x", 1);
+			j.git_strategy = t[i].strategy;
+			j.job_cleanup = t[i].flag;
+			assert_int_equal(run_stage(&j, SCRIPT_CLEANUP, root), 0);
+			assert_int_equal(exists(j.project_dir), t[i].kept);
+			assert_int_equal(exists(file), t[i].kept);
+			s = script_stage(&j, SCRIPT_CLEANUP);
+			assert_int_equal(strstr(s, "Skipping build directory cleanup step") != NULL,
+			    t[i].flag && strcmp(t[i].strategy, "none") == 0);
+			free(s);
+			free(file);
+			free_job(&j);
+		}
+
+		/* fetch: untracked files go, tracked ones are reset, .git stays. */
+		run_job(&j, shells[k], "cleanup-fetch");
+		tracked = xasprintf("%s/tracked", j.project_dir);
+		file = xasprintf("%s/untracked", j.project_dir);
+		sh("cd '%s' && git init -q && echo one > tracked && git add tracked && "
+		    "git commit -q -m one && echo changed > tracked && echo x > untracked",
+		    j.project_dir);
+		j.git_strategy = "fetch";
+		j.job_cleanup = true;
+		assert_int_equal(run_stage(&j, SCRIPT_CLEANUP, root), 0);
+		assert_false(exists(file));
+		s = read_file(tracked, NULL);
+		assert_string_equal(s, "one\n");
+		free(s);
+		assert_true(exists_in(j.project_dir, ".git"));
+		free(tracked);
+		free(file);
+		free_job(&j);
+
+		/*
+		 * fetch whose get_sources never made .git: a repository above
+		 * the builds directory is not git clean's to find.
+		 */
+		run_job(&j, shells[k], "cleanup-nogit");
+		sh("cd '%s' && git init -q", j.builds_dir);
+		file = xasprintf("%s/untracked", j.project_dir);
+		write_file(file, "x", 1);
+		j.git_strategy = "fetch";
+		j.job_cleanup = true;
+		assert_int_equal(run_stage(&j, SCRIPT_CLEANUP, root), 0);
+		assert_true(exists(file));
+		free(file);
+		free_job(&j);
+	}
+}
+
 /* A bare repository: commit 1 tagged v1, commit 2 on main. */
 static void
 make_origin(char **sha1, char **sha2)
@@ -1161,6 +1248,7 @@ main(void)
 		cmocka_unit_test(test_errexit),
 		cmocka_unit_test(test_sources_none_empty),
 		cmocka_unit_test(test_sources_none_empty_notices),
+		cmocka_unit_test(test_job_cleanup),
 		cmocka_unit_test(test_sources_git),
 		cmocka_unit_test(test_sources_token_helper),
 		cmocka_unit_test(test_sources_native_clone),

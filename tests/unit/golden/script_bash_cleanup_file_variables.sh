@@ -3,8 +3,8 @@ trap 'exit 1' TERM
 case "$(set -o)" in *pipefail*) set -o pipefail;; esac
 set -o errexit
 set +o noclobber
-( trap 'exit 1' TERM; eval 'rm -f '\''/builds/t3_abc/0/acme/widget.tmp/gitlab_runner_env'\'' '\''/builds/t3_abc/0/acme/widget.tmp/masking.db'\'' '\''/builds/t3_abc/0/acme/widget.tmp/.gitlab-runner.ext.conf'\''
+( trap 'exit 1' TERM; eval 'printf '\''url=%s\nusername=gitlab-ci-token\n'\'' '\''https://gitlab.example.com'\'' | git credential reject 2>/dev/null || true
+rm -f '\''/builds/t3_abc/0/acme/widget.tmp/gitlab_runner_env'\'' '\''/builds/t3_abc/0/acme/widget.tmp/masking.db'\'' '\''/builds/t3_abc/0/acme/widget.tmp/.gitlab-runner.ext.conf'\''
 rm -f '\''/builds/t3_abc/0/acme/widget.tmp/CA_FILE'\''
-printf '\''url=%s\nusername=gitlab-ci-token\n'\'' '\''https://gitlab.example.com'\'' | git credential reject 2>/dev/null || true
 ' ) < /dev/null
 exit 0

@@ -341,6 +341,11 @@ struct api_job {
 	struct api_input	*inputs;
 	size_t			 n_inputs;
 	char			*run;		/* CI Steps, JSON text; NULL if absent */
+	/*
+	 * run asks for steps (GitLab Functions, for a step runner): a
+	 * non-empty array, or anything but an empty one or null.
+	 */
+	bool			 run_steps;
 	char			*policy_options; /* JSON text; NULL if absent */
 };
 

@@ -992,6 +992,27 @@ json_secrets(struct json_parse *jp, const cJSON *root, struct api_job *job)
 	}
 }
 
+/*
+ * Whether the payload's run (gitlab-runner's JobResponse.Run: a string
+ * that holds a JSON array of steps) asks for any step.  Text that is not
+ * such an array still asks for something: the job must not pass for one
+ * with nothing to do.
+ */
+static bool
+json_run_steps(const char *run)
+{
+	cJSON	*v;
+	bool	 yes;
+
+	if (run == NULL || run[strspn(run, " \t\r\n")] == '\0')
+		return false;
+	if ((v = cJSON_Parse(run)) == NULL)
+		return true;
+	yes = cJSON_IsArray(v) ? cJSON_GetArraySize(v) > 0 : !cJSON_IsNull(v);
+	cJSON_Delete(v);
+	return yes;
+}
+
 int
 json_parse_job(const char *body, size_t len, struct api_job **out, char **err)
 {
@@ -1012,6 +1033,7 @@ json_parse_job(const char *body, size_t len, struct api_job **out, char **err)
 
 	json_fields(&jp, NULL, root, json_job_fields, nitems(json_job_fields),
 	    job);
+	job->run_steps = json_run_steps(job->run);
 	json_sub(&jp, NULL, root, "job_info", json_job_info_fields,
 	    nitems(json_job_info_fields), &job->job_info);
 	json_sub(&jp, NULL, root, "git_info", json_git_info_fields,

@@ -229,6 +229,7 @@ job_failure_reason(const struct strv *supported, const char *reason)
 		{ "image_pull_failure", "runner_system_failure" },
 		{ "runner_configuration_error", "script_failure" },
 		{ "runner_external_dependency_failure", "runner_system_failure" },
+		{ "runner_unsupported", "runner_system_failure" },
 	};
 	size_t i, hop;
 
@@ -933,6 +934,20 @@ on_acknowledged(enum api_update_result result, const struct api_answer *answer,
 		    job->payload->image.unsupported_options.v[0]);
 		job_fail(job, JOB_ENDING_SYSTEM_FAILURE, "runner_system_failure", 3,
 		    "unsupported executor options");
+		job_enter(job, JOB_REPORTING);
+		return;
+	}
+	if (job->payload->run_steps) {
+		/*
+		 * Its steps are for a step runner, which this runner has not:
+		 * with no script of its own the job would pass having run
+		 * nothing.
+		 */
+		job_say(job, "\033[31;1mERROR: this job gives its steps with the `run:` keyword "
+		    "(GitLab Functions), which this runner cannot run: it has no step runner; "
+		    "use `script:`");
+		job_fail(job, JOB_ENDING_FAILED, "runner_unsupported", 3,
+		    "GitLab Functions (`run:`) are not supported by this runner");
 		job_enter(job, JOB_REPORTING);
 		return;
 	}

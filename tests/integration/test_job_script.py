@@ -3,6 +3,7 @@ timeouts, custom build directories, concurrency, bash and sh alike.
 
 Sources are not fetched here (without_sources); test_job_sources.py covers them.
 """
+import json
 import os
 import time
 
@@ -246,3 +247,31 @@ def test_jobs_over_https_reuse_the_connection(gitlab_tls, tls_files, daemons, tm
         gitlab.tls_handshakes, gitlab.accepted_connections)
     assert len(gitlab.requests) >= 15
     check_run(gitlab, d, jobs)
+
+
+# A job written with GitLab Functions: Rails sends its steps as `run` (a string holding
+# a JSON array, gitlab-runner's JobResponse.Run) and no script step of its own.
+RUN_STEPS = json.dumps([{"name": "hello", "script": "touch ran-a-step"}])
+
+
+def test_a_job_given_as_run_steps_fails_at_once_as_runner_unsupported(gitlab, daemons,
+                                                                       tmp_path):
+    job = run_one(gitlab, daemons, tmp_path, steps=[], run=RUN_STEPS,
+                  variables={"GIT_STRATEGY": "empty"})
+    log = job.log_text
+    assert job.status == "failed", log
+    assert job.failure_reason == "runner_unsupported", job.report()
+    assert job.exit_code == 3
+    assert "ERROR: this job gives its steps with the `run:` keyword (GitLab Functions)" in log
+    assert "Preparing environment" not in log, "a stage ran"
+    assert "Job succeeded" not in log
+    assert not list((tmp_path / "builds").rglob("ran-a-step"))
+
+
+def test_run_steps_on_a_gitlab_without_runner_unsupported(gitlab, daemons, tmp_path):
+    from gitlab_double.payloads import FAILURE_REASONS
+    reasons = [r for r in FAILURE_REASONS if r != "runner_unsupported"]
+    job = run_one(gitlab, daemons, tmp_path, steps=[], run=RUN_STEPS,
+                  features={"trace_sections": True, "failure_reasons": reasons})
+    assert job.status == "failed", job.log_text
+    assert job.failure_reason == "runner_system_failure", job.report()

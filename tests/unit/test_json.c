@@ -818,7 +818,44 @@ test_parse_secrets_inputs_run(void **state)
 
 	job = job_ok("{\"id\":5,\"token\":\"t\",\"run\":[{\"name\":\"s\"}]}");
 	assert_string_equal(job->run, "[{\"name\":\"s\"}]");
+	assert_true(job->run_steps);
 	api_job_free(job);
+}
+
+/* Whether run asks for steps: what the job must fail on (runner_unsupported). */
+static void
+test_parse_run_steps(void **state)
+{
+	static const struct {
+		const char	*run;		/* the member's JSON; NULL: absent */
+		bool		 steps;
+	} t[] = {
+		{ NULL, false },
+		{ "null", false },
+		{ "\"\"", false },
+		{ "\"[]\"", false },
+		{ "[]", false },
+		{ "\" [ ] \"", false },
+		{ "\"[{\\\"name\\\":\\\"hello\\\",\\\"script\\\":\\\"echo hi\\\"}]\"", true },
+		{ "[{\"name\":\"hello\",\"func\":\"registry.example.com/f:1\"}]", true },
+		{ "\"not json\"", true },
+		{ "\"{\\\"name\\\":\\\"s\\\"}\"", true },
+	};
+	struct api_job *job;
+	char *body;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		body = t[i].run == NULL ? xstrdup("{\"id\":5,\"token\":\"t\"}") :
+		    xasprintf("{\"id\":5,\"token\":\"t\",\"run\":%s}", t[i].run);
+		job = job_ok(body);
+		if (job->run_steps != t[i].steps)
+			fail_msg("run %s: run_steps %d", t[i].run ? t[i].run : "(absent)",
+			    job->run_steps);
+		api_job_free(job);
+		free(body);
+	}
 }
 
 static void
@@ -1447,6 +1484,7 @@ main(void)
 		cmocka_unit_test(test_parse_defaults),
 		cmocka_unit_test(test_parse_image_and_services),
 		cmocka_unit_test(test_parse_secrets_inputs_run),
+		cmocka_unit_test(test_parse_run_steps),
 		cmocka_unit_test(test_parse_type_errors),
 		cmocka_unit_test(test_parse_long_key_in_error),
 		cmocka_unit_test(test_parse_whitespace_and_trailing),

@@ -4,6 +4,7 @@
 #   make test         every test: unit tests plain and under ASan+UBSan,
 #                     then the integration tests; ends with "N passed, N failed"
 #   make demo         the main job end to end against the bundled GitLab double
+#                     (KEEP=1 keeps its work directory and says where)
 #   make bench        benchmarks against the GitLab double (B=id for one;
 #                     see BENCHMARKS.md); prints figures, never fails for slowness
 #   make fuzz         the TOML parser under libFuzzer for FUZZ_SECONDS (60)

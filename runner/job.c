@@ -449,8 +449,9 @@ on_final(enum trace_final result, const char *last_answer, void *arg)
 		return;	/* abandoned: job_abandon() finished it */
 	switch (result) {
 	case TRACE_FINAL_ACCEPTED:
+		/* A canceled job is reported failed; GitLab ends it canceled. */
 		log_info("job %" PRId64 ": finished, %s; GitLab has the report", job_id(job),
-		    job_failed(job) ? "failed" : "succeeded");
+		    job_canceled(job) ? "canceled" : job_failed(job) ? "failed" : "succeeded");
 		metrics_counter_add("runner_jobs_finished_total", job_failed(job) ?
 		    "state=\"failed\"" : "state=\"success\"", 1);
 		unlink(job->journal_path);

@@ -13,14 +13,20 @@
 4. once every job is final the daemon is drained (SIGQUIT) and each job's
    log is printed as GitLab received it, with its final state.
 
-Exits non-zero if any job ended otherwise than expected, if a final report
-does not describe the log GitLab holds, or if the runner broke the protocol.
+Exits non-zero if any job ended otherwise than expected (in GitLab or in the
+daemon's own "finished" line), if a final report does not describe the log
+GitLab holds, or if the runner broke the protocol.  The work directory
+(config.toml, the repositories, the builds, the journal) is removed at the
+end unless KEEP=1 is in the environment (`make demo KEEP=1`); then the last
+line says where it is.
 """
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -48,8 +54,26 @@ def wait(predicate, timeout, what):
     raise SystemExit(f"demo: timed out waiting for {what}")
 
 
+def echo_and_keep(stream, lines):
+    """The daemon's log on our stderr as it comes, each line also kept in lines."""
+    for line in stream:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+        lines.append(line)
+
+
 def main():
     work = tempfile.mkdtemp(prefix="runner-demo.")
+    try:
+        return demo(work)
+    finally:
+        if os.environ.get("KEEP", "") not in ("", "0"):
+            say(f"work directory kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def demo(work):
     cfg = os.path.join(work, "config.toml")
     gitlab = GitLabDouble(long_poll=5).start()
     runner_gitlab = gitlab.add_runner(token=TOKEN, id=7001)
@@ -92,7 +116,11 @@ def main():
 
     say("runner run")
     env = dict(os.environ, RUNNER_TRACE_INTERVAL_MS="500", RUNNER_KEEPALIVE_MS="2000")
-    daemon = subprocess.Popen([RUNNER, "run", "-c", cfg, "-d", work], env=env)
+    daemon = subprocess.Popen([RUNNER, "run", "-c", cfg, "-d", work], env=env,
+                              stderr=subprocess.PIPE, text=True, errors="replace")
+    daemon_lines = []
+    reader = threading.Thread(target=echo_and_keep, args=(daemon.stderr, daemon_lines))
+    reader.start()
     try:
         wait(lambda: "waiting to be canceled" in jobs[2].log_text, 60, "the third job to start")
         say("canceling the third job in GitLab")
@@ -113,6 +141,7 @@ def main():
         except subprocess.TimeoutExpired:
             daemon.kill()
             rc = daemon.wait()
+        reader.join()
         gitlab.stop()
         git.stop()
 
@@ -129,6 +158,10 @@ def main():
         want_status, want_reason = expected[job.id]
         if r["status"] != want_status or (want_reason and r["failure_reason"] != want_reason):
             problems.append(f"job {job.id} ended {r['status']}/{r['failure_reason']}")
+        said = {"success": "succeeded"}.get(want_status, want_status)
+        line = f"job {job.id}: finished, {said}; GitLab has the report"
+        if not any(line in d for d in daemon_lines):
+            problems.append(f"the daemon did not say \"{line}\"")
         if not r["checksum_ok"]:
             problems.append(f"job {job.id}: {r['checksum_mismatch']}")
         if SECRET in r["log"]:

@@ -58,6 +58,8 @@ def test_cancel_runs_after_script_and_reports(gitlab, daemons):
     # job_canceled is not a Rails reason: mapped to unknown_failure (protocol.md 5.6).
     assert job.final["failure_reason"] == "unknown_failure"
     assert len(accepted_finals(job)) == 1
+    # The daemon's own line says what GitLab shows: canceled, not failed.
+    d.wait_log(rf"job {job.id}: finished, canceled; GitLab has the report")
     wait_until(lambda: pid_gone(pid), 5, f"the canceled job's sleep ({pid}) to be gone")
     # The cancel came on a keep-alive: PUT state=running describing the log sent so far.
     touches = [q.json() for q in job_requests(gitlab, job)[1:]

@@ -49,6 +49,7 @@ static const struct cli_command *const commands[] = {
 	&cmd_artifacts_downloader_entry,
 	&cmd_cache_archiver_entry,
 	&cmd_cache_extractor_entry,
+	&cmd_health_check_entry,
 };
 
 #define NCOMMANDS	(sizeof(commands) / sizeof(commands[0]))

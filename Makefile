@@ -121,6 +121,9 @@ $(A)/tests/%: $(A)/obj/tests/unit/%.o $(A)/librunner.a
 
 # test_vars counts the library's reallocs (how lists grow) through a wrapper.
 $(BUILD)/tests/test_vars $(A)/tests/test_vars: TEST_LDFLAGS = -Wl,--wrap=realloc
+# test_log reads what --syslog sends through wrappers of syslog(3).
+$(BUILD)/tests/test_log $(A)/tests/test_log: \
+	TEST_LDFLAGS = -Wl,--wrap=openlog,--wrap=syslog,--wrap=closelog
 
 $(BUILD)/tools/%: $(BUILD)/obj/tests/tools/%.o $(BUILD)/librunner.a
 	@mkdir -p $(dir $@)

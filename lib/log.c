@@ -5,11 +5,14 @@
  * registered secret is never on its way out in pieces.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "lib/clock.h"
@@ -19,9 +22,11 @@
 /* Longer messages are cut and end in "..."; a log line is not a dump. */
 #define LOG_MAX_MSG	16384
 #define LOG_STACK	2048
-#define LOG_MASK	"[MASKED]"
+#define LOG_MASKED	"[MASKED]"
 /* Shorter values would mask ordinary words and help nobody. */
 #define LOG_SECRET_MIN	4
+/* More fields on one line are dropped: a line is not a record dump. */
+#define LOG_MAX_FIELDS	32
 
 #define ANSI_RESET	"\033[0m"
 #define ANSI_DIM_WHITE	"\033[2;37m"
@@ -32,6 +37,7 @@ static int		log_fd = 2;
 static int		log_tty = -1;	/* -1: not asked yet */
 static enum log_level	log_level = LOG_LEVEL_INFO;
 static enum log_format	log_format = LOG_FORMAT_RUNNER;
+static const char	*log_syslog_ident;	/* NULL: no syslog */
 
 /*
  * The values to mask, each held by as many owners as gave it: a config
@@ -189,6 +195,16 @@ log_set_format(enum log_format format)
 		log_format = format;
 }
 
+void
+log_set_syslog(const char *ident)
+{
+	if (log_syslog_ident != NULL)
+		closelog();
+	log_syslog_ident = ident;
+	if (ident != NULL)
+		openlog(ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
+}
+
 int
 log_level_parse(const char *name, enum log_level *level)
 {
@@ -273,7 +289,7 @@ log_mask(const char *msg, size_t len, struct log_str *out)
 			if (mark[i]) {
 				while (i < len && mark[i])
 					i++;
-				log_str_puts(out, LOG_MASK);
+				log_str_puts(out, LOG_MASKED);
 				continue;
 			}
 			start = i;
@@ -393,20 +409,330 @@ log_write(const char *p, size_t len)
 	}
 }
 
+/* A line's parts, formatted by log_line() for each place it goes. */
+struct log_entry {
+	enum log_level		 level;
+	const char		*msg;	/* masked, cut to mlen */
+	size_t			 mlen;
+	bool			 cut;
+	const struct log_field	*fields;	/* NULL, or a list ending in key NULL */
+	const struct log_field	*sorted[LOG_MAX_FIELDS];
+	size_t			 nfields;
+	char			 now[32];
+};
+
+/* A string value, masked as the message is. */
 static void
-log_emit(enum log_level level, const char *suffix, const char *fmt,
-    va_list ap)
+log_field_string(struct log_str *out, const struct log_field *f)
+{
+	const char *v = f->s != NULL ? f->s : "";
+
+	log_mask(v, strlen(v), out);
+}
+
+/*
+ * A duration as Go prints a float64 in JSON: the fewest digits that read
+ * back as the same number, without an exponent between 1e-6 and 1e21.
+ */
+static void
+log_seconds(double v, char out[40])
+{
+	int p, exp10, decimals;
+	char *e;
+
+	if (isnan(v) || isinf(v)) {
+		snprintf(out, 40, "0");
+		return;
+	}
+	for (p = 1; p < 17; p++) {
+		snprintf(out, 40, "%.*g", p, v);
+		if (strtod(out, NULL) == v)
+			break;
+	}
+	snprintf(out, 40, "%.*g", p, v);
+	if ((e = strchr(out, 'e')) == NULL)
+		return;
+	if (fabs(v) >= 1e-6 && fabs(v) < 1e21) {
+		exp10 = (int)floor(log10(fabs(v)));
+		decimals = p - 1 - exp10;
+		snprintf(out, 40, "%.*f", decimals > 0 ? decimals : 0, v);
+	} else if (e[1] == '-' && e[2] == '0' && e[3] != '\0' && e[4] == '\0') {
+		e[2] = e[3];	/* Go writes 1e-7, not 1e-07 */
+		e[3] = '\0';
+	}
+}
+
+/* A field's value as it is, for the runner format and as a JSON number. */
+static void
+log_field_plain(struct log_str *out, const struct log_field *f)
+{
+	char num[40];
+
+	switch (f->type) {
+	case LOG_FIELD_INT:
+		snprintf(num, sizeof num, "%" PRId64, f->i);
+		log_str_puts(out, num);
+		break;
+	case LOG_FIELD_SECONDS:
+		log_seconds(f->secs, num);
+		log_str_puts(out, num);
+		break;
+	case LOG_FIELD_STRING:
+	default:
+		log_field_string(out, f);
+		break;
+	}
+}
+
+/*
+ * logrus's key: a field named as one of the line's own keys becomes
+ * "fields.<key>", so that it cannot replace the message or the level.
+ */
+static const char *
+log_field_key(const struct log_field *f, char buf[64])
+{
+	if (strcmp(f->key, "level") == 0 || strcmp(f->key, "msg") == 0 ||
+	    strcmp(f->key, "time") == 0) {
+		snprintf(buf, 64, "fields.%s", f->key);
+		return buf;
+	}
+	return f->key;
+}
+
+static int
+log_field_cmp(const struct log_field *a, const struct log_field *b)
+{
+	char ka[64], kb[64];
+
+	return strcmp(log_field_key(a, ka), log_field_key(b, kb));
+}
+
+/* The fields in key order, as logrus writes them (insertion: lines have few). */
+static void
+log_sort_fields(struct log_entry *e)
+{
+	const struct log_field *f;
+	size_t j;
+
+	e->nfields = 0;
+	for (f = e->fields; f != NULL && f->key != NULL && e->nfields < LOG_MAX_FIELDS; f++) {
+		for (j = e->nfields; j > 0 && log_field_cmp(e->sorted[j - 1], f) > 0; j--)
+			e->sorted[j] = e->sorted[j - 1];
+		e->sorted[j] = f;
+		e->nfields++;
+	}
+}
+
+/* logrus's needsQuoting: anything but these characters is quoted. */
+static bool
+log_needs_quoting(const char *s, size_t len)
+{
+	size_t i;
+	char c;
+
+	for (i = 0; i < len; i++) {
+		c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+		    c == '/' || c == '@' || c == '^' || c == '+'))
+			return true;
+	}
+	return false;
+}
+
+static void
+log_line_text(struct log_str *line, const struct log_entry *e)
+{
+	char vstack[LOG_STACK], kbuf[64];
+	struct log_str v;
+	size_t i;
+
+	log_str_puts(line, "time=\"");
+	log_str_puts(line, e->now);
+	log_str_puts(line, "\" level=");
+	log_str_puts(line, log_names[e->level]);
+	log_str_puts(line, " msg=\"");
+	log_escape_text(line, e->msg, e->mlen);
+	if (e->cut)
+		log_str_puts(line, "...");
+	log_str_puts(line, "\"");
+	for (i = 0; i < e->nfields; i++) {
+		log_str_add(line, " ", 1);
+		log_str_puts(line, log_field_key(e->sorted[i], kbuf));
+		log_str_add(line, "=", 1);
+		log_str_init(&v, vstack, sizeof vstack);
+		log_field_plain(&v, e->sorted[i]);
+		if (log_needs_quoting(v.p, v.len)) {
+			log_str_add(line, "\"", 1);
+			log_escape_text(line, v.p, v.len);
+			log_str_add(line, "\"", 1);
+		} else
+			log_str_add(line, v.p, v.len);
+		log_str_free(&v);
+	}
+	log_str_add(line, "\n", 1);
+}
+
+/* A JSON member: ,"key":value (the value quoted unless it is a number). */
+static void
+log_json_member(struct log_str *line, bool *first, const char *key, const char *value,
+    size_t len, bool quote)
+{
+	log_str_puts(line, *first ? "{\"" : ",\"");
+	*first = false;
+	log_escape_json(line, key, strlen(key));
+	log_str_puts(line, quote ? "\":\"" : "\":");
+	if (quote)
+		log_escape_json(line, value, len);
+	else
+		log_str_add(line, value, len);
+	if (quote)
+		log_str_add(line, "\"", 1);
+}
+
+static void
+log_line_json(struct log_str *line, const struct log_entry *e)
+{
+	static const char *const own[] = { "level", "msg", "time" };
+	char vstack[LOG_STACK], kbuf[64], mstack[LOG_STACK];
+	struct log_str v, m;
+	const char *key;
+	size_t i = 0, o = 0;
+	bool first = true;
+
+	log_str_init(&m, mstack, sizeof mstack);
+	log_str_add(&m, e->msg, e->mlen);
+	if (e->cut)
+		log_str_puts(&m, "...");
+	/* The line's own keys and the sorted fields, merged in key order. */
+	while (o < 3 || i < e->nfields) {
+		key = i < e->nfields ? log_field_key(e->sorted[i], kbuf) : NULL;
+		if (o < 3 && (key == NULL || strcmp(own[o], key) < 0)) {
+			if (o == 0)
+				log_json_member(line, &first, "level", log_names[e->level],
+				    strlen(log_names[e->level]), true);
+			else if (o == 1)
+				log_json_member(line, &first, "msg", m.p, m.len, true);
+			else
+				log_json_member(line, &first, "time", e->now, strlen(e->now),
+				    true);
+			o++;
+			continue;
+		}
+		log_str_init(&v, vstack, sizeof vstack);
+		log_field_plain(&v, e->sorted[i]);
+		log_json_member(line, &first, key, v.p, v.len,
+		    e->sorted[i]->type == LOG_FIELD_STRING);
+		log_str_free(&v);
+		i++;
+	}
+	log_str_free(&m);
+	log_str_puts(line, "}\n");
+}
+
+/* "job %s" with the value in place of the %s. */
+static void
+log_head(struct log_str *line, const struct log_field *f)
+{
+	const char *at = strstr(f->head, "%s");
+
+	if (at == NULL) {
+		log_str_puts(line, f->head);
+		return;
+	}
+	log_str_add(line, f->head, (size_t)(at - f->head));
+	log_field_plain(line, f);
+	log_str_puts(line, at + 2);
+}
+
+static void
+log_line_runner(struct log_str *line, const struct log_entry *e, bool colour)
+{
+	const struct log_field *f;
+	size_t i;
+	bool head = false, tail = false;
+
+	if (colour && *log_prefixes[e->level] != '\0') {
+		log_str_puts(line, log_colours[e->level]);
+		log_str_puts(line, log_prefixes[e->level]);
+		log_str_puts(line, ANSI_RESET);
+	} else
+		log_str_puts(line, log_prefixes[e->level]);
+	for (f = e->fields; f != NULL && f->key != NULL; f++) {
+		if (f->head == NULL)
+			continue;
+		if (head)
+			log_str_add(line, " ", 1);
+		log_head(line, f);
+		head = true;
+	}
+	if (head)
+		log_str_add(line, ": ", 2);
+	log_str_add(line, e->msg, e->mlen);
+	if (e->cut)
+		log_str_puts(line, "...");
+	/* As gitlab-runner's runner format: the other fields after the message. */
+	for (i = 0; i < e->nfields; i++) {
+		if (e->sorted[i]->head != NULL)
+			continue;
+		log_str_puts(line, tail ? " " : "  ");
+		tail = true;
+		log_str_puts(line, e->sorted[i]->key);
+		log_str_add(line, "=", 1);
+		log_field_plain(line, e->sorted[i]);
+	}
+	log_str_add(line, "\n", 1);
+}
+
+static void
+log_line(struct log_str *line, const struct log_entry *e, bool colour)
+{
+	switch (log_format) {
+	case LOG_FORMAT_TEXT:
+		log_line_text(line, e);
+		break;
+	case LOG_FORMAT_JSON:
+		log_line_json(line, e);
+		break;
+	case LOG_FORMAT_RUNNER:
+	default:
+		log_line_runner(line, e, colour);
+		break;
+	}
+}
+
+/* gitlab-runner's system logger hook: info and above, by severity. */
+static void
+log_to_syslog(const struct log_entry *e)
+{
+	char linestack[LOG_STACK];
+	struct log_str line;
+	int prio;
+
+	if (log_syslog_ident == NULL || e->level < LOG_LEVEL_INFO)
+		return;
+	prio = e->level == LOG_LEVEL_INFO ? LOG_INFO : e->level == LOG_LEVEL_WARN ?
+	    LOG_WARNING : LOG_ERR;
+	log_str_init(&line, linestack, sizeof linestack);
+	log_line(&line, e, false);
+	syslog(prio, "%.*s", (int)(line.len - 1), line.p);
+	log_str_free(&line);
+}
+
+static void
+log_emit(enum log_level level, const struct log_field *fields, const char *suffix,
+    const char *fmt, va_list ap)
 {
 	char		 rawstack[LOG_STACK], maskstack[LOG_STACK];
-	char		 linestack[LOG_STACK], now[32];
+	char		 linestack[LOG_STACK];
 	struct log_str	 raw, msg, line;
-	size_t		 mlen;
-	bool		 cut = false;
+	struct log_entry e = { .fields = fields };
 
 	if (level < log_level)
 		return;
 	if (level > LOG_LEVEL_PANIC)
 		level = LOG_LEVEL_PANIC;
+	e.level = level;
 
 	log_str_init(&raw, rawstack, sizeof rawstack);
 	log_str_vprintf(&raw, fmt, ap);
@@ -419,58 +745,36 @@ log_emit(enum log_level level, const char *suffix, const char *fmt,
 	log_str_init(&msg, maskstack, sizeof maskstack);
 	log_mask(raw.p, raw.len, &msg);
 	log_str_free(&raw);
-	mlen = msg.len;
-	if (mlen > LOG_MAX_MSG) {
-		mlen = log_cut(msg.p, LOG_MAX_MSG);
-		cut = true;
+	e.msg = msg.p;
+	e.mlen = msg.len;
+	if (e.mlen > LOG_MAX_MSG) {
+		e.mlen = log_cut(msg.p, LOG_MAX_MSG);
+		e.cut = true;
 	}
+	log_sort_fields(&e);
+	if (log_format != LOG_FORMAT_RUNNER)
+		clock_rfc3339(clock_wall(), e.now);
+	if (log_format == LOG_FORMAT_RUNNER && log_tty == -1)
+		log_tty = isatty(log_fd) == 1;
 
 	log_str_init(&line, linestack, sizeof linestack);
-	switch (log_format) {
-	case LOG_FORMAT_TEXT:
-		clock_rfc3339(clock_wall(), now);
-		log_str_puts(&line, "time=\"");
-		log_str_puts(&line, now);
-		log_str_puts(&line, "\" level=");
-		log_str_puts(&line, log_names[level]);
-		log_str_puts(&line, " msg=\"");
-		log_escape_text(&line, msg.p, mlen);
-		if (cut)
-			log_str_puts(&line, "...");
-		log_str_puts(&line, "\"\n");
-		break;
-	case LOG_FORMAT_JSON:
-		clock_rfc3339(clock_wall(), now);
-		log_str_puts(&line, "{\"level\":\"");
-		log_str_puts(&line, log_names[level]);
-		log_str_puts(&line, "\",\"msg\":\"");
-		log_escape_json(&line, msg.p, mlen);
-		if (cut)
-			log_str_puts(&line, "...");
-		log_str_puts(&line, "\",\"time\":\"");
-		log_str_puts(&line, now);
-		log_str_puts(&line, "\"}\n");
-		break;
-	case LOG_FORMAT_RUNNER:
-	default:
-		if (log_tty == -1)
-			log_tty = isatty(log_fd) == 1;
-		if (log_tty && *log_prefixes[level] != '\0') {
-			log_str_puts(&line, log_colours[level]);
-			log_str_puts(&line, log_prefixes[level]);
-			log_str_puts(&line, ANSI_RESET);
-		} else
-			log_str_puts(&line, log_prefixes[level]);
-		log_str_add(&line, msg.p, mlen);
-		if (cut)
-			log_str_puts(&line, "...");
-		log_str_add(&line, "\n", 1);
-		break;
-	}
-	log_str_free(&msg);
-
+	log_line(&line, &e, log_format == LOG_FORMAT_RUNNER && log_tty);
 	log_write(line.p, line.len);
 	log_str_free(&line);
+	log_to_syslog(&e);
+	log_str_free(&msg);
+}
+
+void
+log_kv(enum log_level level, const struct log_field *fields, const char *fmt, ...)
+{
+	va_list	ap;
+	int	saved = errno;
+
+	va_start(ap, fmt);
+	log_emit(level, fields, NULL, fmt, ap);
+	va_end(ap);
+	errno = saved;
 }
 
 void
@@ -480,7 +784,7 @@ log_msg(enum log_level level, const char *fmt, ...)
 	int	saved = errno;
 
 	va_start(ap, fmt);
-	log_emit(level, NULL, fmt, ap);
+	log_emit(level, NULL, NULL, fmt, ap);
 	va_end(ap);
 	errno = saved;
 }
@@ -492,7 +796,7 @@ log_debug(const char *fmt, ...)
 	int	saved = errno;
 
 	va_start(ap, fmt);
-	log_emit(LOG_LEVEL_DEBUG, NULL, fmt, ap);
+	log_emit(LOG_LEVEL_DEBUG, NULL, NULL, fmt, ap);
 	va_end(ap);
 	errno = saved;
 }
@@ -504,7 +808,7 @@ log_info(const char *fmt, ...)
 	int	saved = errno;
 
 	va_start(ap, fmt);
-	log_emit(LOG_LEVEL_INFO, NULL, fmt, ap);
+	log_emit(LOG_LEVEL_INFO, NULL, NULL, fmt, ap);
 	va_end(ap);
 	errno = saved;
 }
@@ -516,7 +820,7 @@ log_warn(const char *fmt, ...)
 	int	saved = errno;
 
 	va_start(ap, fmt);
-	log_emit(LOG_LEVEL_WARN, strerror(saved), fmt, ap);
+	log_emit(LOG_LEVEL_WARN, NULL, strerror(saved), fmt, ap);
 	va_end(ap);
 	errno = saved;
 }
@@ -528,7 +832,7 @@ log_warnx(const char *fmt, ...)
 	int	saved = errno;
 
 	va_start(ap, fmt);
-	log_emit(LOG_LEVEL_WARN, NULL, fmt, ap);
+	log_emit(LOG_LEVEL_WARN, NULL, NULL, fmt, ap);
 	va_end(ap);
 	errno = saved;
 }
@@ -540,7 +844,7 @@ log_error(const char *fmt, ...)
 	int	saved = errno;
 
 	va_start(ap, fmt);
-	log_emit(LOG_LEVEL_ERROR, NULL, fmt, ap);
+	log_emit(LOG_LEVEL_ERROR, NULL, NULL, fmt, ap);
 	va_end(ap);
 	errno = saved;
 }
@@ -552,7 +856,7 @@ fatal(const char *fmt, ...)
 	int	saved = errno;
 
 	va_start(ap, fmt);
-	log_emit(LOG_LEVEL_FATAL, strerror(saved), fmt, ap);
+	log_emit(LOG_LEVEL_FATAL, NULL, strerror(saved), fmt, ap);
 	va_end(ap);
 	exit(1);
 }
@@ -563,7 +867,7 @@ fatalx(const char *fmt, ...)
 	va_list	ap;
 
 	va_start(ap, fmt);
-	log_emit(LOG_LEVEL_FATAL, NULL, fmt, ap);
+	log_emit(LOG_LEVEL_FATAL, NULL, NULL, fmt, ap);
 	va_end(ap);
 	exit(1);
 }

@@ -7,6 +7,14 @@
  * as "WARNING: ", coloured on a terminal), "text" (logfmt: time=... level=...
  * msg=...) and "json" (one object per line).
  *
+ * Fields: what a line is about (the job id, the runner's short token, a
+ * duration) is data, as in gitlab-runner's logrus lines: log_kv() takes them
+ * beside the message, and "json" makes each one a key ({"job":42,
+ * "level":"info","msg":"...","runner":"abc",...}, keys sorted as logrus
+ * sorts them), "text" writes them after msg as logfmt (job=42 runner=abc),
+ * and "runner" keeps this runner's human lines: the fields with a head lead
+ * the message ("job 42: ..."), the others follow it as key=value.
+ *
  * Secrets: a token is never passed to a log call as it is.  Callers print
  * log_token(token, buf), the shortened form gitlab-runner prints.  As a
  * second line of defence every value held in the secret set below is replaced
@@ -42,6 +50,12 @@ void	log_set_fd(int fd);
 void	log_set_level(enum log_level level);
 enum log_level log_get_level(void);
 void	log_set_format(enum log_format format);
+/*
+ * --syslog: every line at info or above (and at the log level or above) goes
+ * to syslog(3) as well, under ident (gitlab-runner's service name), as its
+ * system service logger does.  NULL stops it.  The ident must outlive it.
+ */
+void	log_set_syslog(const char *ident);
 /* Names as gitlab-runner spells them ("warn" and "warning" both work). */
 int	log_level_parse(const char *name, enum log_level *level);
 int	log_format_parse(const char *name, enum log_format *format);
@@ -55,6 +69,39 @@ void	log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_msg(enum log_level level, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
+enum log_field_type {
+	LOG_FIELD_STRING,
+	LOG_FIELD_INT,
+	LOG_FIELD_SECONDS,	/* a duration, as gitlab-runner's duration_s */
+};
+
+struct log_field {
+	const char		*key;	/* gitlab-runner's name; NULL ends a list */
+	enum log_field_type	 type;
+	const char		*s;	/* masked as the message is; NULL is "" */
+	int64_t			 i;
+	double			 secs;
+	/*
+	 * The runner format only: the value in this text ("job %s") leads the
+	 * message, the heads of a line joined by blanks, then ": ".
+	 */
+	const char		*head;
+};
+
+#define LOG_STR(k, v)	{ .key = (k), .type = LOG_FIELD_STRING, .s = (v) }
+#define LOG_INT(k, v)	{ .key = (k), .type = LOG_FIELD_INT, .i = (v) }
+#define LOG_SECS(k, v)	{ .key = (k), .type = LOG_FIELD_SECONDS, .secs = (v) }
+/* What most daemon lines are about, under gitlab-runner's keys. */
+#define LOG_JOB(id)	{ .key = "job", .type = LOG_FIELD_INT, .i = (id), .head = "job %s" }
+#define LOG_RUNNER_NAME(n) { .key = "runner_name", .type = LOG_FIELD_STRING, .s = (n), \
+	.head = "runner %s" }
+/* The short token (log_token), gitlab-runner's "runner" field. */
+#define LOG_RUNNER(t)	{ .key = "runner", .type = LOG_FIELD_STRING, .s = (t), .head = "(%s)" }
+/* The fields of one line, as a compound literal: LOG_FIELDS(LOG_JOB(id)). */
+#define LOG_FIELDS(...)	((const struct log_field[]){ __VA_ARGS__, { .key = NULL } })
+
+void	log_kv(enum log_level level, const struct log_field *fields, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
 _Noreturn void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -16,11 +16,14 @@
 #include "runner/daemon.h"
 
 static const char usage[] =
-    "runner run [-c FILE] [-d DIR] [-u USER] [--state-dir DIR]";
+    "runner run [-c FILE] [-d DIR] [-u USER] [--state-dir DIR] [--listen-address ADDR] "
+    "[-n NAME] [--syslog]";
 
 struct run_flags {
 	const char		*config;
 	const char		*workdir;
+	const char		*service;
+	bool			 syslog;
 	struct run_options	 o;
 };
 
@@ -35,6 +38,12 @@ cmd_run(const struct cli_command *cmd, void *opts)
 
 	(void)cmd;
 	o->watch_config = true;
+	/*
+	 * gitlab-runner's --syslog adds its system service logger, named by
+	 * --service, beside stderr; here that is syslog(3) under that name.
+	 */
+	if (f->syslog)
+		log_set_syslog(f->service);
 	if (workdir != NULL && chdir(workdir) != 0) {
 		log_error("run: cannot use %s as working directory: %s", workdir, strerror(errno));
 		return 1;
@@ -58,6 +67,7 @@ cmd_run(const struct cli_command *cmd, void *opts)
 	}
 	rc = daemon_run(o, &cfg);
 	config_release(&cfg);
+	log_set_syslog(NULL);
 	return rc;
 }
 
@@ -71,13 +81,12 @@ static const struct cli_option run_options[] = {
 	    "run jobs as this user (through su)"),
 	CLI_OPT("state-dir", 0, CLI_STRING, NULL, RF(o.state_dir), "DIR",
 	    "the journal of unsent reports (default: next to config.toml)"),
-	CLI_OPT("listen-address", 0, CLI_STRING, NULL, RF(o.listen_address), "ADDR",
+	CLI_OPT("listen-address", 0, CLI_STRING, "LISTEN_ADDRESS", RF(o.listen_address), "ADDR",
 	    "/metrics and /health (default: listen_address of config.toml)"),
-	/* gitlab-runner's; nothing to do here */
-	CLI_OPT("service", 'n', CLI_IGNORED_VALUE, NULL, 0, "NAME",
-	    "accepted for gitlab-runner's service files; not used"),
-	CLI_OPT("syslog", 0, CLI_IGNORED_BOOL, NULL, 0, NULL,
-	    "accepted for gitlab-runner's service files; not used"),
+	CLI_OPT("service", 'n', CLI_STRING, NULL, RF(service), "NAME",
+	    "the service's name: what --syslog logs as", .def = "gitlab-runner"),
+	CLI_OPT("syslog", 0, CLI_BOOL, "LOG_SYSLOG", RF(syslog), NULL,
+	    "log to syslog as well (info and above)"),
 	CLI_END,
 };
 

@@ -27,6 +27,7 @@ extern const struct cli_command cmd_register_entry;
 extern const struct cli_command cmd_verify_entry;
 extern const struct cli_command cmd_unregister_entry;
 extern const struct cli_command cmd_reset_token_entry;
+extern const struct cli_command cmd_health_check_entry;
 /* cmd_service.c: the runner as a systemd service. */
 extern const struct cli_command cmd_install_entry;
 extern const struct cli_command cmd_uninstall_entry;

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/metrics.h"
 #include "lib/version.h"
@@ -68,6 +69,9 @@ struct run {
 	struct notifier	 notify;
 	uv_timer_t	 watchdog;
 	char		 status[96];	/* the last STATUS= sent */
+	uv_timer_t	 wait_check;	/* run-single --wait-timeout */
+	uint64_t	 wait_timeout_ms;
+	uint64_t	 idle_since_ms;
 };
 
 static const char *const state_names[] = {
@@ -358,6 +362,31 @@ on_slots_changed(void *arg)
 		daemon_enter(d, DAEMON_CLOSING);
 }
 
+/*
+ * run-single --wait-timeout: gitlab-runner's checkFinishedConditions, once
+ * a second: no job running for that long (since the start or the last
+ * job's end) drains the daemon, which then exits 0.
+ */
+static void
+on_wait_check(uv_timer_t *t)
+{
+	struct run *r = t->data;
+	struct daemon *d = &r->d;
+	uint64_t now = clock_mono_ms();
+
+	if (d->state != DAEMON_RUNNING || d->jobs_running > 0) {
+		r->idle_since_ms = now;
+		return;
+	}
+	if (now - r->idle_since_ms < r->wait_timeout_ms)
+		return;
+	log_info("This runner has not received a job in %" PRIu64 " seconds, so now exiting",
+	    r->wait_timeout_ms / 1000);
+	uv_timer_stop(t);
+	daemon_enter(d, DAEMON_DRAINING);
+	on_slots_changed(r);
+}
+
 /* ---- reload: an action of RUNNING, not a state ---- */
 
 /*
@@ -562,6 +591,7 @@ close_all(struct run *r)
 	uv_close((uv_handle_t *)&r->shutdown, NULL);
 	uv_close((uv_handle_t *)&r->recovery_wait, NULL);
 	uv_close((uv_handle_t *)&r->watchdog, NULL);
+	uv_close((uv_handle_t *)&r->wait_check, NULL);
 }
 
 /* Alive while the loop turns; ready while it asks GitLab for jobs. */
@@ -686,6 +716,13 @@ daemon_run(const struct run_options *o, struct config *cfg)
 	r->recovery_wait_ms = env_ms("RUNNER_RECOVERY_WAIT_MS");
 	if (r->recovery_wait_ms == 0)
 		r->recovery_wait_ms = RECOVERY_WAIT_MS;
+
+	uv_timer_init(d->loop, &r->wait_check);
+	r->wait_check.data = r;
+	r->wait_timeout_ms = (uint64_t)o->wait_timeout_s * 1000;
+	r->idle_since_ms = clock_mono_ms();
+	if (r->wait_timeout_ms > 0)
+		uv_timer_start(&r->wait_check, on_wait_check, 1000, 1000);
 
 	log_info("runner %s starting: %zu runner%s in %s, concurrent %" PRId64 ", state in %s",
 	    version_number(), d->cfg.n_runners, d->cfg.n_runners == 1 ? "" : "s", d->config_path,

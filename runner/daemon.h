@@ -99,6 +99,7 @@ struct run_options {
 	const char	*user;		/* --user */
 	const char	*state_dir;	/* --state-dir, or NULL: next to config.toml */
 	unsigned	 max_builds;	/* run-single --max-builds; 0: no limit */
+	unsigned	 wait_timeout_s; /* run-single --wait-timeout: idle this long, stop; 0: never */
 	const char	*listen_address; /* --listen-address, or NULL: the config's */
 	bool		 watch_config;	/* reload when config.toml changes */
 };

@@ -262,11 +262,13 @@ job_end_as(struct job *job, enum job_ending ending)
 {
 	job->causes |= CAUSE(ending);
 	if (job->ending != JOB_ENDING_NONE) {
-		log_debug("job %" PRId64 ": also %s; it ends as %s", job_id(job),
+		log_kv(LOG_LEVEL_DEBUG, LOG_FIELDS(LOG_JOB(job_id(job))),
+		    "also %s; it ends as %s",
 		    ending_names[ending], ending_names[job->ending]);
 		return false;
 	}
-	log_debug("job %" PRId64 ": ends as %s", job_id(job), ending_names[ending]);
+	log_kv(LOG_LEVEL_DEBUG, LOG_FIELDS(LOG_JOB(job_id(job))),
+	    "ends as %s", ending_names[ending]);
 	job->ending = ending;
 	return true;
 }
@@ -347,8 +349,9 @@ check_log(struct job *job)
 	if (err == 0 || job->log_lost)
 		return;
 	job->log_lost = true;
-	log_error("job %" PRId64 ": the job log could not be written to disk (%s): %s; "
-	    "the job fails, GitLab gets the log up to there", job_id(job),
+	log_kv(LOG_LEVEL_ERROR, LOG_FIELDS(LOG_JOB(job_id(job))),
+	    "the job log could not be written to disk (%s): %s; "
+	    "the job fails, GitLab gets the log up to there",
 	    trace_log_path(job->log), strerror(err));
 	/* After another failure the report stays that failure's. */
 	if (!job_failed(job))
@@ -383,8 +386,8 @@ write_journal(struct job *job)
 
 	job->journaled = journal_write(job->journal_path, &job->journal, &cause) == 0;
 	if (!job->journaled) {
-		log_error("job %" PRId64 ": %s: a crash now would lose this job's report",
-		    job_id(job), cause);
+		log_kv(LOG_LEVEL_ERROR, LOG_FIELDS(LOG_JOB(job_id(job))),
+		    "%s: a crash now would lose this job's report", cause);
 		free(cause);
 	}
 }
@@ -399,15 +402,18 @@ static void
 left_to_journal(struct job *job, const char *why)
 {
 	if (job->journaled)
-		log_warnx("job %" PRId64 ": %s; it stays in %s and is sent when the runner "
-		    "starts again", job_id(job), why, job->journal_path);
+		log_kv(LOG_LEVEL_WARN, LOG_FIELDS(LOG_JOB(job_id(job))),
+		    "%s; it stays in %s and is sent when the runner "
+		    "starts again", why, job->journal_path);
 	else if (access(job->journal_path, F_OK) == 0)
-		log_error("job %" PRId64 ": %s, and it could not be written to %s: the next "
+		log_kv(LOG_LEVEL_ERROR, LOG_FIELDS(LOG_JOB(job_id(job))),
+		    "%s, and it could not be written to %s: the next "
 		    "start reports the job failed (runner_system_failure) from the entry its "
-		    "start left", job_id(job), why, job->journal_path);
+		    "start left", why, job->journal_path);
 	else {
-		log_error("job %" PRId64 ": %s, and it could not be written to %s: it is lost; "
-		    "GitLab will show the job as running until it times out there", job_id(job),
+		log_kv(LOG_LEVEL_ERROR, LOG_FIELDS(LOG_JOB(job_id(job))),
+		    "%s, and it could not be written to %s: it is lost; "
+		    "GitLab will show the job as running until it times out there",
 		    why, job->journal_path);
 		unlink(job->log_path);
 	}
@@ -450,7 +456,8 @@ on_final(enum trace_final result, const char *last_answer, void *arg)
 	switch (result) {
 	case TRACE_FINAL_ACCEPTED:
 		/* A canceled job is reported failed; GitLab ends it canceled. */
-		log_info("job %" PRId64 ": finished, %s; GitLab has the report", job_id(job),
+		log_kv(LOG_LEVEL_INFO, LOG_FIELDS(LOG_JOB(job_id(job))),
+		    "finished, %s; GitLab has the report",
 		    job_canceled(job) ? "canceled" : job_failed(job) ? "failed" : "succeeded");
 		metrics_counter_add("runner_jobs_finished_total", job_failed(job) ?
 		    "state=\"failed\"" : "state=\"success\"", 1);
@@ -459,9 +466,10 @@ on_final(enum trace_final result, const char *last_answer, void *arg)
 		break;
 	case TRACE_FINAL_GAVE_UP:
 		metrics_counter_add("runner_jobs_finished_total", "state=\"report_lost\"", 1);
-		log_error("job %" PRId64 ": the final report (%s) could not be delivered to %s "
+		log_kv(LOG_LEVEL_ERROR, LOG_FIELDS(LOG_JOB(job_id(job))),
+		    "the final report (%s) could not be delivered to %s "
 		    "after %" PRId64 " attempts; last answer: %s. GitLab will show the job as "
-		    "running until it times out there", job_id(job),
+		    "running until it times out there",
 		    job_failed(job) ? "failed" : "success", job->url, job->set.retry_limit,
 		    last_answer);
 		unlink(job->journal_path);
@@ -494,7 +502,8 @@ report(struct job *job)
 	(void)trace_log_finish(job->log);	/* check_log */
 	/* The journal is about to say "finished": the log it names must be whole. */
 	if ((rc = trace_log_sync(job->log)) != 0)
-		log_warnx("job %" PRId64 ": cannot write the log to %s: %s", job_id(job),
+		log_kv(LOG_LEVEL_WARN, LOG_FIELDS(LOG_JOB(job_id(job))),
+		    "cannot write the log to %s: %s",
 		    trace_log_path(job->log), strerror(-rc));
 	check_log(job);
 
@@ -773,8 +782,9 @@ on_cancel_requested(void *arg)
 		return;
 	job_fail(job, JOB_ENDING_CANCELED, "job_canceled", 0, "canceled");
 	job_say(job, "\033[0;33mWARNING: script canceled externally (UI, API)");
-	log_info("job %" PRId64 ": canceled in GitLab: stopping the job's script, then "
-	    "after_script", job_id(job));
+	log_kv(LOG_LEVEL_INFO, LOG_FIELDS(LOG_JOB(job_id(job))),
+	    "canceled in GitLab: stopping the job's script, then "
+	    "after_script");
 	stop_stage(job, kill_grace(job));
 }
 
@@ -787,7 +797,8 @@ on_aborted(void *arg)
 		return;
 	job_fail(job, JOB_ENDING_ABORTED, "job_canceled", 0,
 	    "aborted: the job was canceled or failed in GitLab");
-	log_info("job %" PRId64 ": GitLab ended the job: stopping it", job_id(job));
+	log_kv(LOG_LEVEL_INFO, LOG_FIELDS(LOG_JOB(job_id(job))),
+	    "GitLab ended the job: stopping it");
 	stop_stage(job, kill_grace(job));
 }
 
@@ -912,8 +923,9 @@ on_acknowledged(enum api_update_result result, const struct api_answer *answer,
 		return;
 	if (result == API_UPDATE_ABORT) {
 		/* GitLab took the job back: no stages, no report (protocol.md 5.4). */
-		log_warnx("job %" PRId64 ": GitLab refused to let this runner run the job (%s); "
-		    "dropping it", job_id(job), answer->message);
+		log_kv(LOG_LEVEL_WARN, LOG_FIELDS(LOG_JOB(job_id(job))),
+		    "GitLab refused to let this runner run the job (%s); "
+		    "dropping it", answer->message);
 		(void)job_end_as(job, JOB_ENDING_DROPPED);
 		unlink(job->journal_path);
 		unlink(job->log_path);
@@ -972,7 +984,8 @@ on_acknowledged(enum api_update_result result, const struct api_answer *answer,
 static void
 job_enter(struct job *job, enum job_state to)
 {
-	log_debug("job %" PRId64 ": %s -> %s", job_id(job), state_names[job->state],
+	log_kv(LOG_LEVEL_DEBUG, LOG_FIELDS(LOG_JOB(job_id(job))),
+	    "%s -> %s", state_names[job->state],
 	    state_names[to]);
 	job->state = to;
 	switch (to) {
@@ -1134,7 +1147,8 @@ job_start(const struct job_env *env, struct api_job *payload, struct job_setting
 	script_input_make(&job->input, payload, &job->set, &job->prep, job->url);
 
 	if ((jdir = journal_dir(job->set.state_dir, &cause)) == NULL) {
-		log_error("job %" PRId64 ": %s", payload->id, cause);
+		log_kv(LOG_LEVEL_ERROR, LOG_FIELDS(LOG_JOB(payload->id)),
+		    "%s", cause);
 		free(cause);
 		jdir = xstrdup("/tmp");
 	}
@@ -1200,7 +1214,8 @@ job_start(const struct job_env *env, struct api_job *payload, struct job_setting
 	    DEFAULT_JOB_TIMEOUT_S;
 	uv_timer_start(&job->timeout, on_timeout, (uint64_t)timeout_s * 1000, 0);
 
-	log_info("job %" PRId64 ": received (%s) for runner %s", payload->id,
+	log_kv(LOG_LEVEL_INFO, LOG_FIELDS(LOG_JOB(payload->id)),
+	    "received (%s) for runner %s",
 	    payload->job_info.name != NULL ? payload->job_info.name : "", job->set.runner_name);
 	{
 		struct api_job_ref ref = { .creds = &job->creds, .id = payload->id,

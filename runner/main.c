@@ -26,6 +26,7 @@
 #include "helpers/helpers.h"
 #include "lib/cli.h"
 #include "lib/log.h"
+#include "lib/strconv.h"
 #include "lib/version.h"
 #include "runner/commands.h"
 
@@ -48,12 +49,13 @@ static const struct cli_command *const commands[] = {
 	&cmd_artifacts_downloader_entry,
 	&cmd_cache_archiver_entry,
 	&cmd_cache_extractor_entry,
+	&cmd_health_check_entry,
 };
 
 #define NCOMMANDS	(sizeof(commands) / sizeof(commands[0]))
 
 static const char usage_line[] =
-    "runner [--debug] [--log-level LEVEL] [--log-format FORMAT] COMMAND [OPTIONS]";
+    "runner [--debug] [-l LEVEL] [--log-format FORMAT] COMMAND [OPTIONS]";
 
 static void
 print_help(FILE *f)
@@ -66,12 +68,12 @@ print_help(FILE *f)
 	for (i = 0; i < NCOMMANDS; i++)
 		fprintf(f, "  %-20s %s\n", commands[i]->name, commands[i]->summary);
 	fprintf(f, "\nGlobal options:\n"
-	    "  --debug               log at debug level\n"
-	    "  --log-level LEVEL     debug, info, warn, error, fatal or panic "
+	    "  --debug                   log at debug level (env RUNNER_DEBUG)\n"
+	    "  -l, --log-level LEVEL     debug, info, warn, error, fatal or panic "
 	    "(env LOG_LEVEL)\n"
-	    "  --log-format FORMAT   runner, text or json (env LOG_FORMAT)\n"
-	    "  -h, --help            show this help\n"
-	    "  -v, --version         print the version\n\n"
+	    "  --log-format FORMAT       runner, text or json (env LOG_FORMAT)\n"
+	    "  -h, --help                show this help\n"
+	    "  -v, --version             print the version\n\n"
 	    "Run 'runner help COMMAND' or 'runner COMMAND --help' for the options of "
 	    "a command.\n");
 }
@@ -123,6 +125,41 @@ usage_error(const char *fmt, const char *arg)
 	return 2;
 }
 
+/*
+ * gitlab-runner's global flags take their environment variables as
+ * defaults (urfave/cli's EnvVar): RUNNER_DEBUG for --debug, LOG_LEVEL for
+ * -l/--log-level, LOG_FORMAT for --log-format.  A value it cannot read is
+ * an error there too, not a silent default.  --debug (or RUNNER_DEBUG)
+ * wins over any level, as there.
+ */
+static int
+global_env(bool *debug)
+{
+	enum log_level level;
+	enum log_format format;
+	const char *env;
+
+	if ((env = getenv("LOG_LEVEL")) != NULL && *env != '\0') {
+		if (log_level_parse(env, &level) != 0)
+			return usage_error("$LOG_LEVEL: unknown log level '%s' (debug, info, "
+			    "warn, error, fatal, panic)", env);
+		log_set_level(level);
+		cmd_log_level_given = true;
+	}
+	if ((env = getenv("LOG_FORMAT")) != NULL && *env != '\0') {
+		if (log_format_parse(env, &format) != 0)
+			return usage_error("$LOG_FORMAT: unknown log format '%s' (runner, "
+			    "text, json)", env);
+		log_set_format(format);
+		cmd_log_format_given = true;
+	}
+	if ((env = getenv("RUNNER_DEBUG")) != NULL && *env != '\0') {
+		if (strconv_parse_bool(env, debug) != 0)
+			return usage_error("$RUNNER_DEBUG: \"%s\" is not true or false", env);
+	}
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -137,10 +174,9 @@ main(int argc, char **argv)
 	const struct cli_command *cmd;
 	enum log_level level;
 	enum log_format format;
-	const char *env;
+	bool debug = false;
 	int ch;
 
-	/* As in gitlab-runner, the environment variables are the flags' defaults. */
 	/*
 	 * A stage that exits without reading all of its script makes our
 	 * write to its stdin fail: that is an error to handle, not a signal
@@ -149,24 +185,15 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	cloexec_inherited();
 
-	if ((env = getenv("LOG_LEVEL")) != NULL && *env != '\0' &&
-	    log_level_parse(env, &level) == 0) {
-		log_set_level(level);
-		cmd_log_level_given = true;
-	}
-	if ((env = getenv("LOG_FORMAT")) != NULL && *env != '\0' &&
-	    log_format_parse(env, &format) == 0) {
-		log_set_format(format);
-		cmd_log_format_given = true;
-	}
+	if (global_env(&debug) != 0)
+		return 2;
 
 	/* '+': stop at the command name; its options are the command's. */
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "+:hv", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+:hvl:", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'd':
-			log_set_level(LOG_LEVEL_DEBUG);
-			cmd_log_level_given = true;
+			debug = true;
 			break;
 		case 'l':
 			if (log_level_parse(optarg, &level) != 0)
@@ -193,6 +220,10 @@ main(int argc, char **argv)
 		default:
 			return usage_error("unknown flag '%s'", argv[optind - 1]);
 		}
+	}
+	if (debug) {
+		log_set_level(LOG_LEVEL_DEBUG);
+		cmd_log_level_given = true;
 	}
 	if (optind >= argc)
 		return usage_error("%s", "no command given");

@@ -29,6 +29,9 @@
 #define MAX_JOBS_PER_ENTRY	1024
 #define FAILURE_BACKOFF_MAX_MS	(60ULL * 1000)
 #define QUICK_204_MAX		2	/* unheld "ask again" 204s in a row taken at once */
+/* What a poller's log lines are about: "runner NAME (TOKEN): ", or runner_name= runner=. */
+#define POLLER_FIELDS(p)	LOG_FIELDS(LOG_RUNNER_NAME((p)->rc->name), \
+	LOG_RUNNER((p)->short_token))
 
 struct job_link {
 	struct job		*job;
@@ -131,7 +134,7 @@ poller_new(struct daemon *d, struct runner_config *rc, unsigned index, unsigned 
 	p->timer.data = p;
 	/* Entries start spread over one check_interval, as gitlab-runner feeds them. */
 	schedule(p, spread);
-	log_info("runner %s (%s): polling %s", rc->name, p->short_token, rc->url);
+	log_kv(LOG_LEVEL_INFO, POLLER_FIELDS(p), "polling %s", rc->url);
 	return p;
 }
 
@@ -322,9 +325,10 @@ mark_unhealthy_maybe(struct poller *p, const char *why)
 	if (p->failures < p->rc->unhealthy_requests_limit)
 		return;
 	p->unhealthy_until = clock_mono_ms() + (uint64_t)p->rc->unhealthy_interval_ms;
-	log_error("runner %s (%s): %" PRId64 " job requests in a row failed (%s): not asking "
+	log_kv(LOG_LEVEL_ERROR, POLLER_FIELDS(p),
+	    "%" PRId64 " job requests in a row failed (%s): not asking "
 	    "for jobs for %" PRId64 " s. If the token was revoked or expired, register the "
-	    "runner again or reset its token", p->rc->name, p->short_token, p->failures, why,
+	    "runner again or reset its token", p->failures, why,
 	    p->rc->unhealthy_interval_ms / 1000);
 	p->failures = 0;
 }
@@ -402,14 +406,14 @@ on_requested(enum api_request_result result, const struct api_answer *answer,
 		break;
 	case API_JOB_FORBIDDEN:
 	case API_JOB_CLIENT_ERROR:
-		log_error("runner %s (%s): checking for jobs... forbidden: %s", p->rc->name,
-		    p->short_token, answer->message);
+		log_kv(LOG_LEVEL_ERROR, POLLER_FIELDS(p),
+		    "checking for jobs... forbidden: %s", answer->message);
 		mark_unhealthy_maybe(p, answer->message);
 		break;
 	case API_JOB_UNAVAILABLE:
 	case API_JOB_FAILED:
-		log_warnx("runner %s (%s): checking for jobs... failed: %s", p->rc->name,
-		    p->short_token, answer->message);
+		log_kv(LOG_LEVEL_WARN, POLLER_FIELDS(p),
+		    "checking for jobs... failed: %s", answer->message);
 		delay = backoff_next(&p->backoff, rand_u32());
 		break;
 	case API_JOB_CANCELED:
@@ -459,8 +463,9 @@ on_discovered(enum api_result result, const struct api_answer *answer,
 	if (result == API_CANCELED || p->stopped)
 		return;
 	if (result == API_OK && !p->router_told) {
-		log_info("runner %s (%s): GitLab offers a job router at %s; this build asks "
-		    "GitLab directly", p->rc->name, p->short_token, server_url);
+		log_kv(LOG_LEVEL_INFO, POLLER_FIELDS(p),
+		    "GitLab offers a job router at %s; this build asks "
+		    "GitLab directly", server_url);
 		p->router_told = true;
 	}
 	if (may_request(p))

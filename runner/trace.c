@@ -106,7 +106,8 @@ static void	final_round(struct trace *);
 static void
 set_state(struct trace *t, enum sender_state to)
 {
-	log_debug("job %" PRId64 ": log sender %s -> %s", t->ref.id,
+	log_kv(LOG_LEVEL_DEBUG, LOG_FIELDS(LOG_JOB(t->ref.id)),
+	    "log sender %s -> %s",
 	    sender_state_names[t->state], sender_state_names[to]);
 	t->state = to;
 }
@@ -188,8 +189,9 @@ final_failed(struct trace *t)
 		delay *= 2;
 	if (delay > FINAL_BACKOFF_CAP_MS)
 		delay = FINAL_BACKOFF_CAP_MS;
-	log_warnx("job %" PRId64 ": final report not delivered (%s); attempt %" PRId64
-	    " of %" PRId64 " in %" PRIu64 " ms", t->ref.id, t->last_answer, t->attempts + 1,
+	log_kv(LOG_LEVEL_WARN, LOG_FIELDS(LOG_JOB(t->ref.id)),
+	    "final report not delivered (%s); attempt %" PRId64
+	    " of %" PRId64 " in %" PRIu64 " ms", t->last_answer, t->attempts + 1,
 	    t->retry_limit, delay);
 	wait_ms(t, delay);
 }
@@ -216,8 +218,9 @@ on_patched(enum api_patch_result result, const struct api_answer *answer,
 		break;
 	case API_PATCH_RANGE_MISMATCH:
 		/* GitLab says where its copy ends: go on from there. */
-		log_info("job %" PRId64 ": GitLab has %" PRIu64 " bytes of the log, not %" PRIu64
-		    ": sending from there", t->ref.id, offset, t->sent);
+		log_kv(LOG_LEVEL_INFO, LOG_FIELDS(LOG_JOB(t->ref.id)),
+		    "GitLab has %" PRIu64 " bytes of the log, not %" PRIu64
+		    ": sending from there", offset, t->sent);
 		t->sent = offset <= size ? offset : size;
 		wait_ms(t, t->interval_ms);
 		return;
@@ -264,8 +267,9 @@ on_synced(uv_fs_t *req)
 		return;
 	}
 	if (rc < 0)
-		log_warnx("job %" PRId64 ": cannot put the log on disk: %s; a crash now would "
-		    "lose what GitLab is about to receive", t->ref.id, uv_strerror((int)rc));
+		log_kv(LOG_LEVEL_WARN, LOG_FIELDS(LOG_JOB(t->ref.id)),
+		    "cannot put the log on disk: %s; a crash now would "
+		    "lose what GitLab is about to receive", uv_strerror((int)rc));
 	/* Sent all the same: GitLab having the log matters more. */
 	t->synced = t->syncing;
 	send_patch(t);
@@ -300,7 +304,8 @@ sync_log(struct trace *t, int fd, uint64_t in_file)
 static void
 patch_unreadable(struct trace *t, const char *why)
 {
-	log_warnx("job %" PRId64 ": cannot read the log at %" PRIu64 ": %s", t->ref.id,
+	log_kv(LOG_LEVEL_WARN, LOG_FIELDS(LOG_JOB(t->ref.id)),
+	    "cannot read the log at %" PRIu64 ": %s",
 	    t->sent, why);
 	if (t->finishing) {
 		/* A log we cannot read cannot be sent. */
@@ -335,7 +340,8 @@ send_patch(struct trace *t)
 	int fd, rc;
 
 	if ((rc = trace_log_flush(t->log)) != 0)
-		log_warnx("job %" PRId64 ": cannot write the log to %s: %s", t->ref.id,
+		log_kv(LOG_LEVEL_WARN, LOG_FIELDS(LOG_JOB(t->ref.id)),
+		    "cannot write the log to %s: %s",
 		    trace_log_path(t->log), strerror(-rc));
 	/* Only what is in the file can be sent: the PATCH reads it from there. */
 	fd = trace_log_file(t->log, &in_file);
@@ -437,13 +443,15 @@ on_final_answer(enum api_update_result result, const struct api_answer *answer,
 		return;
 	case API_UPDATE_ACCEPTED:
 		/* GitLab is still storing the log: ask again when it says. */
-		log_info("job %" PRId64 ": final report accepted, not yet completed; asking "
-		    "again in %" PRIu64 " ms", t->ref.id, wait);
+		log_kv(LOG_LEVEL_INFO, LOG_FIELDS(LOG_JOB(t->ref.id)),
+		    "final report accepted, not yet completed; asking "
+		    "again in %" PRIu64 " ms", wait);
 		wait_ms(t, wait);
 		return;
 	case API_UPDATE_TRACE_VALIDATION_FAILED:
-		log_warnx("job %" PRId64 ": GitLab could not validate the log: sending it again "
-		    "from the start", t->ref.id);
+		log_kv(LOG_LEVEL_WARN, LOG_FIELDS(LOG_JOB(t->ref.id)),
+		    "GitLab could not validate the log: sending it again "
+		    "from the start");
 		t->sent = 0;
 		t->patches_stopped = false;
 		wait_ms(t, wait);

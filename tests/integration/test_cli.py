@@ -248,3 +248,50 @@ def test_json_log_format(runner_bin, tmp_path):
     rec = json.loads(r.stderr.splitlines()[0])
     assert rec["level"] == "error"
     assert "cannot read" in rec["msg"]
+
+
+# --- global flags, as gitlab-runner's log/configuration.go declares them -----
+
+def _daemon_log(args, env=None):
+    """A run-single that asks a closed port for jobs and leaves after 1 s idle."""
+    return run_runner(args + ["run-single", "--url", "http://127.0.0.1:9", "--token",
+                              "glrt-t1_GlobalFlagsToken000", "--wait-timeout", "1"],
+                      env=env, timeout=30)
+
+
+def test_short_l_is_log_level(runner_bin):
+    r = _daemon_log(["-l", "debug"])
+    assert r.returncode == 0, r.stderr
+    assert "DEBUG: daemon: " in r.stderr
+    r = _daemon_log(["-l", "error"])
+    assert "This runner has not received a job" not in r.stderr
+    assert run_runner(["-l", "loud", "list"]).returncode == 2
+
+
+def test_runner_debug_env_is_debug(runner_bin):
+    assert "DEBUG: " in _daemon_log([], env={"RUNNER_DEBUG": "true"}).stderr
+    assert "DEBUG: " not in _daemon_log([], env={"RUNNER_DEBUG": "false"}).stderr
+    # --debug wins over a level, from the command line or the environment.
+    assert "DEBUG: " in _daemon_log(["-l", "error"], env={"RUNNER_DEBUG": "1"}).stderr
+    r = run_runner(["list"], env={"RUNNER_DEBUG": "maybe"})
+    assert r.returncode == 2 and "$RUNNER_DEBUG" in r.stderr
+
+
+def test_bad_log_level_or_format_in_the_environment_is_refused(runner_bin):
+    r = run_runner(["list"], env={"LOG_LEVEL": "loud"})
+    assert r.returncode == 2 and "$LOG_LEVEL: unknown log level 'loud'" in r.stderr
+    r = run_runner(["list"], env={"LOG_FORMAT": "xml"})
+    assert r.returncode == 2 and "$LOG_FORMAT: unknown log format 'xml'" in r.stderr
+
+
+def test_help_command_is_the_commands_help(runner_bin):
+    for name in ["run", "run-single", "health-check", "list"]:
+        r = run_runner(["help", name])
+        assert r.returncode == 0
+        assert r.stdout == run_runner([name, "--help"]).stdout
+        assert r.stdout.startswith(f"usage: runner {name}")
+    r = run_runner(["help", "frobnicate"])
+    assert r.returncode == 2 and "unknown command 'frobnicate'" in r.stderr
+    top = run_runner(["--help"]).stdout
+    assert "-l, --log-level" in top and "RUNNER_DEBUG" in top
+    assert re.search(r"^  health-check\s+", top, re.M)

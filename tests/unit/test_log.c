@@ -552,6 +552,187 @@ test_colour_on_tty(void **state)
 	assert_string_equal(take(), "WARNING: careful\n");
 }
 
+/*
+ * Fields: gitlab-runner's logrus lines.  JSON: every field a key, all keys
+ * (level, msg and time among them) in sorted order, numbers unquoted, as
+ * logrus's JSONFormatter writes a map; text: time, level, msg, then the
+ * fields sorted, a value quoted only where logrus quotes one.
+ */
+static void
+test_fields_json(void **state)
+{
+	char	t0[32], t1[32];
+
+	(void)state;
+	log_set_format(LOG_FORMAT_JSON);
+	clock_rfc3339(clock_wall(), t0);
+	log_kv(LOG_LEVEL_INFO, LOG_FIELDS(LOG_JOB(1234), LOG_RUNNER("xYzZy123"),
+	    LOG_SECS("duration_s", 1.5), LOG_STR("job-status", "success")), "Job %s",
+	    "succeeded");
+	clock_rfc3339(clock_wall(), t1);
+	assert_timed_line(take(),
+	    "{\"duration_s\":1.5,\"job\":1234,\"job-status\":\"success\",\"level\":\"info\","
+	    "\"msg\":\"Job succeeded\",\"runner\":\"xYzZy123\",\"time\":\"%s\"}\n", t0, t1);
+
+	/* A field named as one of the line's keys does not replace it. */
+	clock_rfc3339(clock_wall(), t0);
+	log_kv(LOG_LEVEL_WARN, LOG_FIELDS(LOG_STR("msg", "x\"y"), LOG_STR("a", NULL)), "m");
+	clock_rfc3339(clock_wall(), t1);
+	assert_timed_line(take(),
+	    "{\"a\":\"\",\"fields.msg\":\"x\\\"y\",\"level\":\"warning\",\"msg\":\"m\","
+	    "\"time\":\"%s\"}\n", t0, t1);
+
+	/* No fields: the line as before. */
+	clock_rfc3339(clock_wall(), t0);
+	log_kv(LOG_LEVEL_ERROR, NULL, "plain");
+	clock_rfc3339(clock_wall(), t1);
+	assert_timed_line(take(), "{\"level\":\"error\",\"msg\":\"plain\",\"time\":\"%s\"}\n",
+	    t0, t1);
+}
+
+static void
+test_fields_text(void **state)
+{
+	char	t0[32], t1[32];
+
+	(void)state;
+	log_set_format(LOG_FORMAT_TEXT);
+	clock_rfc3339(clock_wall(), t0);
+	log_kv(LOG_LEVEL_WARN, LOG_FIELDS(LOG_RUNNER("xYzZy123"), LOG_JOB(7),
+	    LOG_STR("status", "403 Forbidden"), LOG_STR("repo_url", "https://h/g/p.git"),
+	    LOG_STR("empty", "")), "Checking for jobs... failed");
+	clock_rfc3339(clock_wall(), t1);
+	assert_timed_line(take(),
+	    "time=\"%s\" level=warning msg=\"Checking for jobs... failed\" empty= job=7 "
+	    "repo_url=\"https://h/g/p.git\" runner=xYzZy123 status=\"403 Forbidden\"\n", t0, t1);
+}
+
+/*
+ * The runner format keeps this runner's lines ("job 42: ...", "runner a
+ * (tok): ..."): fields with a head lead the message in their order; the
+ * others follow it sorted, as gitlab-runner's runner format prints them.
+ */
+static void
+test_fields_runner(void **state)
+{
+	(void)state;
+	log_kv(LOG_LEVEL_INFO, LOG_FIELDS(LOG_JOB(42)), "finished, %s", "succeeded");
+	log_kv(LOG_LEVEL_WARN, LOG_FIELDS(LOG_RUNNER_NAME("alpha"), LOG_RUNNER("xYzZy123"),
+	    LOG_STR("status", "503"), LOG_SECS("duration_s", 0.25)), "checking for jobs... failed");
+	log_kv(LOG_LEVEL_INFO, LOG_FIELDS(LOG_STR("k", "v")), "no head");
+	assert_string_equal(take(),
+	    "job 42: finished, succeeded\n"
+	    "WARNING: runner alpha (xYzZy123): checking for jobs... failed  duration_s=0.25 "
+	    "status=503\n"
+	    "no head  k=v\n");
+}
+
+/* A secret in a field's value is masked as in the message, in every format. */
+static void
+test_fields_masked(void **state)
+{
+	(void)state;
+	log_secret_add("glrt-SECRETVALUE");
+	log_kv(LOG_LEVEL_INFO, LOG_FIELDS(LOG_STR("url", "https://x/glrt-SECRETVALUE"),
+	    LOG_RUNNER_NAME("glrt-SECRETVALUE")), "m");
+	assert_string_equal(take(), "runner [MASKED]: m  url=https://x/[MASKED]\n");
+	log_set_format(LOG_FORMAT_JSON);
+	log_kv(LOG_LEVEL_INFO, LOG_FIELDS(LOG_STR("url", "glrt-SECRETVALUE")), "m");
+	assert_non_null(strstr(take(), "\"url\":\"[MASKED]\""));
+	log_set_format(LOG_FORMAT_TEXT);
+	log_kv(LOG_LEVEL_INFO, LOG_FIELDS(LOG_STR("url", "glrt-SECRETVALUE")), "m");
+	assert_non_null(strstr(take(), " url=\"[MASKED]\"\n"));
+}
+
+/* A duration as Go's encoding/json writes a float64: shortest, no exponent in range. */
+static void
+test_fields_seconds(void **state)
+{
+	static const struct {
+		double		 v;
+		const char	*want;
+	} cases[] = {
+		{ 1.5, "1.5" }, { 0.1, "0.1" }, { 12.345678, "12.345678" }, { 3, "3" },
+		{ 0.000001, "0.000001" }, { 0.00001234, "0.00001234" }, { 1e20, "100000000000000000000" },
+		{ 1e21, "1e+21" }, { 1e-7, "1e-7" }, { 1.5e-10, "1.5e-10" }, { 0, "0" },
+	};
+	char want[128];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		log_kv(LOG_LEVEL_INFO, LOG_FIELDS(LOG_SECS("d", cases[i].v)), "m");
+		snprintf(want, sizeof want, "m  d=%s\n", cases[i].want);
+		assert_string_equal(take(), want);
+	}
+}
+
+/*
+ * --syslog: gitlab-runner's system logger hook gets info and above at the
+ * severity of each, debug never; the line on stderr stays.
+ */
+static char	syslog_got[4096];
+static char	syslog_ident[64];
+static int	syslog_open;
+
+void	__wrap_openlog(const char *ident, int option, int facility);
+void	__wrap_closelog(void);
+void	__wrap_syslog(int prio, const char *fmt, ...);
+
+void
+__wrap_openlog(const char *ident, int option, int facility)
+{
+	(void)option;
+	(void)facility;
+	snprintf(syslog_ident, sizeof syslog_ident, "%s", ident);
+	syslog_open++;
+}
+
+void
+__wrap_closelog(void)
+{
+	syslog_open--;
+}
+
+void
+__wrap_syslog(int prio, const char *fmt, ...)
+{
+	size_t	len = strlen(syslog_got);
+	va_list	ap;
+
+	snprintf(syslog_got + len, sizeof syslog_got - len, "%d ", prio);
+	len = strlen(syslog_got);
+	va_start(ap, fmt);
+	vsnprintf(syslog_got + len, sizeof syslog_got - len, fmt, ap);
+	va_end(ap);
+	len = strlen(syslog_got);
+	snprintf(syslog_got + len, sizeof syslog_got - len, "|");
+}
+
+static void
+test_syslog(void **state)
+{
+	(void)state;
+	syslog_got[0] = '\0';
+	log_set_syslog("gitlab-runner");
+	assert_string_equal(syslog_ident, "gitlab-runner");
+	assert_int_equal(syslog_open, 1);
+	log_set_level(LOG_LEVEL_DEBUG);
+	log_debug("d");
+	log_info("i");
+	log_warnx("w");
+	log_error("e");
+	log_kv(LOG_LEVEL_INFO, LOG_FIELDS(LOG_JOB(3)), "done");
+	/* LOG_INFO 6, LOG_WARNING 4, LOG_ERR 3. */
+	assert_string_equal(syslog_got, "6 i|4 WARNING: w|3 ERROR: e|6 job 3: done|");
+	assert_string_equal(take(), "DEBUG: d\ni\nWARNING: w\nERROR: e\njob 3: done\n");
+	log_set_syslog(NULL);
+	assert_int_equal(syslog_open, 0);
+	log_info("after");
+	assert_string_equal(syslog_got, "6 i|4 WARNING: w|3 ERROR: e|6 job 3: done|");
+	take();
+}
+
 static void
 call_fatal(void)
 {
@@ -610,6 +791,12 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_parse_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_colour_on_tty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fatal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fields_json, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fields_text, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fields_runner, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fields_masked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fields_seconds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_syslog, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -81,6 +81,22 @@ def test_a_masked_secret_split_by_the_script_is_still_hidden(gitlab, daemons, tm
     assert log.count("[MASKED]") >= 2
 
 
+def test_every_token_mask_prefix_of_the_payload_masks(gitlab, daemons, tmp_path):
+    """common/buildtest/masking.go: the payload's prefixes join the 14 defaults
+    (FF_MASK_ALL_DEFAULT_TOKENS is on), ranked shortest first, and all three mask."""
+    from gitlab_double import FAILURE_REASONS
+
+    job = run_one(gitlab, daemons, tmp_path, script=['echo "TOKEN_REVEALS=$TOKEN_REVEALS"'],
+                  variables={"TOKEN_REVEALS": "glpat-abcdef mytoken:ghijklmno foobar-pqrstuvwxyz"},
+                  features={"trace_sections": True, "failure_reasons": list(FAILURE_REASONS),
+                            "token_mask_prefixes": ["glpat-", "mytoken:", "foobar-"]})
+    log = job.log_text
+    assert job.status == "success", log
+    for leak in ("glpat-abcdef", "mytoken:ghijklmno", "foobar-pqrstuvwxyz"):
+        assert leak not in log
+    assert "TOKEN_REVEALS=glpat-[MASKED] mytoken:[MASKED] foobar-[MASKED]" in log
+
+
 def test_the_job_token_is_in_no_command_line(gitlab, daemons, tmp_path):
     r = gitlab.add_runner(token=new_token())
     d = daemons(gitlab, [entry(gitlab, r, "script", builds_dir=str(tmp_path / "builds"))])

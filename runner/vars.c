@@ -221,6 +221,71 @@ push_tls(struct job_vars *v, const struct job_vars_input *in)
 	free(key);
 }
 
+/*
+ * Go's path.Clean: one slash between parts, no "." parts, ".." takes the
+ * part before it; at the root a ".." goes, at the head of a relative path
+ * it stays.  Nothing left is "/" or ".".
+ */
+static char *
+go_path_clean(const char *path)
+{
+	struct strv parts = { 0 };
+	struct buf b;
+	const char *p = path, *end;
+	bool rooted = *path == '/';
+	size_t len, kept = 0, i;	/* kept: leading ".." parts, never taken back */
+
+	while (*p != '\0') {
+		while (*p == '/')
+			p++;
+		if (*p == '\0')
+			break;
+		end = strchr(p, '/');
+		len = end != NULL ? (size_t)(end - p) : strlen(p);
+		if (len == 1 && p[0] == '.')
+			;
+		else if (len == 2 && p[0] == '.' && p[1] == '.') {
+			if (parts.n > kept) {
+				free(parts.v[--parts.n]);
+				parts.v[parts.n] = NULL;
+			} else if (!rooted) {
+				strv_push(&parts, "..");
+				kept++;
+			}
+		} else
+			strv_push_owned(&parts, xmemdup(p, len));
+		p += len;
+	}
+	buf_init(&b, BUF_UNLIMITED);
+	if (rooted)
+		buf_putc(&b, '/');
+	for (i = 0; i < parts.n; i++) {
+		if (i > 0)
+			buf_putc(&b, '/');
+		buf_puts(&b, parts.v[i]);
+	}
+	if (b.len == 0)
+		buf_putc(&b, '.');
+	strv_release(&parts);
+	return buf_detach(&b, NULL);
+}
+
+/* Go's path.Join(dir, name): empty elements are skipped; none left is "". */
+static char *
+go_path_join(const char *dir, const char *name)
+{
+	char *joined, *out;
+
+	if (*dir == '\0' && *name == '\0')
+		return xstrdup("");
+	if (*dir == '\0' || *name == '\0')
+		return go_path_clean(*dir != '\0' ? dir : name);
+	joined = xasprintf("%s/%s", dir, name);
+	out = go_path_clean(joined);
+	free(joined);
+	return out;
+}
+
 static bool
 is_special(char c)
 {
@@ -236,8 +301,9 @@ is_alnum(char c)
 
 /*
  * The name after a '$' (s holds at least one byte) and how many bytes it
- * takes, as Go 1.10's os.Expand that gitlab-runner keeps: "${}" and an
- * unclosed "${" are eaten, a '$' before a non-name byte is dropped.
+ * takes, as Go's os.Expand: "${}" and an unclosed "${" take bytes and no
+ * name (they are eaten); a byte that starts no name takes none (the '$'
+ * stays as it is).
  */
 static size_t
 shell_name(const char *s, size_t len, const char **name, size_t *nlen)
@@ -272,38 +338,84 @@ shell_name(const char *s, size_t len, const char **name, size_t *nlen)
 	return i;
 }
 
-/* JobVariables.Get over the unexpanded values: the last of a name wins. */
-static const char *
-lookup(const struct job_var *vars, char *const *values, size_t n,
-    const char *name, size_t nlen)
+/*
+ * What a reference is resolved against: the variables with these values
+ * (the unexpanded ones while expanding, the final ones after), and the
+ * directory a file variable's path is in.
+ */
+struct source {
+	const struct job_var	*vars;
+	char *const		*values;
+	size_t			 n;
+	const char		*tmp_dir;	/* RUNNER_TEMP_PROJECT_DIR's value */
+};
+
+static struct source
+source_of(const struct job_var *vars, char *const *values, size_t n)
 {
+	struct source src = { vars, values, n, "" };
 	size_t i;
 
-	if (nlen == 1 && name[0] == '$')
-		return "$";
-	if (nlen == 1 && strchr("*#@!?0123456789", name[0]) != NULL)
-		return "";
 	for (i = n; i > 0; i--)
-		if (strlen(vars[i - 1].key) == nlen &&
-		    memcmp(vars[i - 1].key, name, nlen) == 0)
-			return values[i - 1];
-	return "";
+		if (strcmp(vars[i - 1].key, "RUNNER_TEMP_PROJECT_DIR") == 0) {
+			src.tmp_dir = values[i - 1];
+			break;
+		}
+	return src;
 }
 
+/*
+ * JobVariables.Get, appended to b: the last of a name wins, and a file
+ * variable stands for its file's path (path.Join(RUNNER_TEMP_PROJECT_DIR,
+ * key), where script.c writes it), never for its content.
+ */
+static void
+lookup(struct buf *b, const struct source *src, const char *name, size_t nlen)
+{
+	const struct job_var *v;
+	char *path;
+	size_t i;
+
+	if (nlen == 1 && name[0] == '$') {
+		buf_putc(b, '$');
+		return;
+	}
+	if (nlen == 1 && strchr("*#@!?0123456789", name[0]) != NULL)
+		return;
+	for (i = src->n; i > 0; i--) {
+		v = &src->vars[i - 1];
+		if (strlen(v->key) != nlen || memcmp(v->key, name, nlen) != 0)
+			continue;
+		if (!v->file) {
+			buf_puts(b, src->values[i - 1]);
+			return;
+		}
+		path = go_path_join(src->tmp_dir, v->key);
+		buf_puts(b, path);
+		free(path);
+		return;
+	}
+}
+
+/* Go's os.Expand(s, src.Get). */
 static char *
-expand(const char *s, const struct job_var *vars, char *const *values, size_t n)
+expand(const char *s, const struct source *src)
 {
 	struct buf b;
 	const char *name;
-	size_t i = 0, j, len = strlen(s), nlen;
+	size_t i = 0, j, len = strlen(s), nlen, w;
 
 	buf_init(&b, BUF_UNLIMITED);
 	for (j = 0; j < len; j++) {
 		if (s[j] != '$' || j + 1 >= len)
 			continue;
 		buf_append(&b, s + i, j - i);
-		j += shell_name(s + j + 1, len - j - 1, &name, &nlen);
-		buf_puts(&b, lookup(vars, values, n, name, nlen));
+		w = shell_name(s + j + 1, len - j - 1, &name, &nlen);
+		if (nlen > 0)
+			lookup(&b, src, name, nlen);
+		else if (w == 0)
+			buf_putc(&b, '$');	/* no name follows: not a reference */
+		j += w;
 		i = j + 1;
 	}
 	buf_append(&b, s + i, len - i);
@@ -338,7 +450,8 @@ char *
 job_vars_expand(const struct job_vars *v, const char *s)
 {
 	char **values = values_of(v);
-	char *out = expand(s, v->v, values, v->n);
+	struct source src = source_of(v->v, values, v->n);
+	char *out = expand(s, &src);
 
 	free(values);
 	return out;
@@ -349,11 +462,12 @@ static void
 expand_all(struct job_vars *v)
 {
 	char **values = values_of(v);
+	struct source src = source_of(v->v, values, v->n);
 	size_t i;
 
 	for (i = 0; i < v->n; i++)
 		if (!v->v[i].raw)
-			v->v[i].value = expand(values[i], v->v, values, v->n);
+			v->v[i].value = expand(values[i], &src);
 	for (i = 0; i < v->n; i++)
 		if (!v->v[i].raw)
 			free(values[i]);
@@ -678,47 +792,6 @@ build_settings_release(struct build_settings *s)
 
 /* ---- Directories. ---- */
 
-/*
- * Go's path.Clean for an absolute path: one slash between parts, no "."
- * parts, ".." takes the part before it (and stays at "/").
- */
-static char *
-clean_abs(const char *path)
-{
-	struct buf b;
-	const char *p = path, *end;
-	size_t len, cut;
-
-	buf_init(&b, BUF_UNLIMITED);
-	while (*p != '\0') {
-		while (*p == '/')
-			p++;
-		if (*p == '\0')
-			break;
-		end = strchr(p, '/');
-		len = end != NULL ? (size_t)(end - p) : strlen(p);
-		if (len == 1 && p[0] == '.')
-			;
-		else if (len == 2 && p[0] == '.' && p[1] == '.') {
-			cut = b.len;
-			while (cut > 0 && b.ptr[cut - 1] != '/')
-				cut--;
-			/* Only shrinks: a buffer never written to stays as is. */
-			if (cut > 0) {
-				b.len = cut - 1;
-				b.ptr[b.len] = '\0';
-			}
-		} else {
-			buf_putc(&b, '/');
-			buf_append(&b, p, len);
-		}
-		p += len;
-	}
-	if (b.len == 0)
-		buf_putc(&b, '/');
-	return buf_detach(&b, NULL);
-}
-
 /* Is path (clean) root itself or below it (clean)? */
 static bool
 is_under(const char *path, const char *root)
@@ -773,7 +846,7 @@ job_dirs_compute(struct job_dirs *d, const struct job_dirs_input *in,
 
 	memset(d, 0, sizeof(*d));
 	*error = NULL;
-	root = clean_abs(in->builds_dir != NULL ? in->builds_dir : "/");
+	root = go_path_clean(in->builds_dir != NULL ? in->builds_dir : "/");
 
 	if (in->clone_path != NULL && *in->clone_path != '\0') {
 		if (!in->custom_build_dir) {
@@ -788,7 +861,7 @@ job_dirs_compute(struct job_dirs *d, const struct job_dirs_input *in,
 			free(root);
 			return -1;
 		}
-		dir = clean_abs(in->clone_path);
+		dir = go_path_clean(in->clone_path);
 		if (!is_under(dir, root)) {
 			*error = xasprintf("the GIT_CLONE_PATH=\"%s\" has to be "
 			    "within \"%s\"", in->clone_path, root);

@@ -58,7 +58,9 @@ bool	job_vars_feature_flag(const struct job_vars *v, const char *name);
 
 /*
  * s with $VAR and ${VAR} replaced by the variables' final values
- * (gitlab-runner's ExpandValue); unknown names become "".  Caller frees.
+ * (gitlab-runner's ExpandValue, Go's os.Expand): unknown names become "",
+ * a file variable its file's path, a '$' before no name stays.  Caller
+ * frees.
  */
 char	*job_vars_expand(const struct job_vars *v, const char *s);
 
@@ -90,7 +92,9 @@ struct job_vars_input {
  * Build the variables of job (protocol.md 9.3 order), then expand $VAR and
  * ${VAR} in every value but raw ones.  Expansion is gitlab-runner's: one
  * pass, against the job's own unexpanded variables (the last of a name),
- * never the process environment; unknown names give "", "$$" gives "$".
+ * never the process environment; unknown names give "", "$$" gives "$",
+ * a '$' before no name stays ("$/x", "a$|b"), "${}" goes, and a file
+ * variable gives path.Join(RUNNER_TEMP_PROJECT_DIR, key), not its content.
  * The caller releases *v with job_vars_release().
  */
 void		 job_vars_build(struct job_vars *v, const struct api_job *job,

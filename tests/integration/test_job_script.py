@@ -47,6 +47,40 @@ def test_variables_of_every_kind_reach_the_script_exactly(gitlab, daemons, tmp_p
 
 
 @pytest.mark.parametrize("shell", ["bash", "sh"])
+def test_a_reference_to_a_file_variable_is_its_path(gitlab, daemons, tmp_path, shell):
+    """gitlab-runner's Variables.Get: $FILE_VAR inside another value is the file's path
+    (RUNNER_TEMP_PROJECT_DIR/FILE_VAR), so the secret is never copied into a plain variable."""
+    secret = "t0p-s3cr3t-c0ntent"
+    job = run_one(gitlab, daemons, tmp_path, entry_keys={"shell": shell}, script=[
+        'printf "REF=[%s]\\n" "$REF"',
+        'test "$REF" = "$SECRET_FILE.txt" && echo REF-IS-THE-PATH',
+        'test "$RUNNER_TEMP_PROJECT_DIR/SECRET_FILE" = "$SECRET_FILE" && echo IN-THE-TEMP-DIR',
+        'printf "IN-ENV=[%s]\\n" "$(env | grep -c t0p-s3cr3t)"',
+    ], variables={
+        "SECRET_FILE": {"value": secret, "file": True},
+        "REF": "${SECRET_FILE}.txt",
+    })
+    log = job.log_text
+    assert job.status == "success", log
+    assert "REF-IS-THE-PATH" in log and "IN-THE-TEMP-DIR" in log
+    assert "/SECRET_FILE.txt]" in log
+    assert secret not in log
+    assert "IN-ENV=[0]" in log
+
+
+@pytest.mark.parametrize("shell", ["bash", "sh"])
+def test_a_dollar_before_no_name_is_kept(gitlab, daemons, tmp_path, shell):
+    """Go's os.Expand, which gitlab-runner expands variables with: '$' before a byte that
+    starts no name stays; "$$" is "$"; "${}" is eaten."""
+    job = run_one(gitlab, daemons, tmp_path, entry_keys={"shell": shell}, script=[
+        'printf "ODD=[%s]\\n" "$ODD"',
+    ], variables={"ODD": "$/dsa a$|b x$.y $$ cost 5$ ${}end"})
+    log = job.log_text
+    assert job.status == "success", log
+    assert "ODD=[$/dsa a$|b x$.y $ cost 5$ end]" in log
+
+
+@pytest.mark.parametrize("shell", ["bash", "sh"])
 def test_gitlab_env_carries_from_script_to_after_script(gitlab, daemons, tmp_path, shell):
     job = run_one(gitlab, daemons, tmp_path, entry_keys={"shell": shell}, script=[
         'echo "FROM_SCRIPT=set in script" >> "$GITLAB_ENV"',

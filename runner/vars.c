@@ -98,58 +98,18 @@ push(struct job_vars *v, const char *key, const char *value, bool file,
 	e->raw = raw;
 }
 
-static bool
-is_ff_name(const char *key)
+/* The flag's place in ff_names, or N_FF. */
+static size_t
+ff_index(const char *key)
 {
 	size_t i;
 
+	if (strncmp(key, "FF_", 3) != 0)
+		return N_FF;
 	for (i = 0; i < N_FF; i++)
 		if (strcmp(ff_names[i], key) == 0)
-			return true;
-	return false;
-}
-
-/* The last payload variable named key, unexpanded, or NULL. */
-static const char *
-payload_value(const struct api_job *job, const char *key)
-{
-	size_t i;
-
-	for (i = job->n_variables; i > 0; i--) {
-		const struct api_variable *pv = &job->variables[i - 1];
-
-		if (pv->key != NULL && strcmp(pv->key, key) == 0)
-			return pv->value != NULL ? pv->value : "";
-	}
-	return NULL;
-}
-
-/* A flag set in config.toml wins; then a valid job variable; then the default. */
-static bool
-resolve_ff(const struct runner_config *rc, const struct api_job *job,
-    const char *name, struct strv *warnings)
-{
-	struct runner_config none;
-	const char *raw;
-	size_t i;
-	bool val;
-
-	if (rc != NULL)
-		for (i = 0; i < rc->n_feature_flags; i++)
-			if (strcmp(rc->feature_flags[i].name, name) == 0)
-				return rc->feature_flags[i].value;
-	raw = payload_value(job, name);
-	if (raw != NULL && *raw != '\0') {
-		if (strconv_parse_bool(raw, &val) == 0)
-			return val;
-		strv_push_owned(warnings, xasprintf("%s: could not parse feature "
-		    "flag, expected bool, got %s", name, raw));
-	}
-	if (rc == NULL) {
-		memset(&none, 0, sizeof(none));
-		rc = &none;
-	}
-	return config_feature_flag(rc, name);
+			return i;
+	return N_FF;
 }
 
 /* The whole content of a small file, or NULL with errno set. */
@@ -474,6 +434,67 @@ expand_all(struct job_vars *v)
 	free(values);
 }
 
+/*
+ * gitlab-runner's populateFeatureFlags, on v as built (the defaults at
+ * v[0, N_FF), then the runner's environment, the job's variables and the
+ * rest): a flag set in config.toml wins; else the last value of its name,
+ * expanded as every value is, if it parses as a bool; else the default,
+ * with a warning.  The resolved values replace the defaults, and the job's
+ * own FF_ variables, in v[job_first, job_end), go: the flag block is what
+ * the job sees (GetAllVariables' getNonFeatureFlagJobVariables).  One set
+ * in [[runners]] environment stays where it is, as in gitlab-runner.
+ */
+static void
+resolve_flags(struct job_vars *v, const struct runner_config *rc,
+    size_t job_first, size_t job_end)
+{
+	size_t last[N_FF], i, k, f;
+	bool resolved[N_FF];
+	char **values;
+	struct source src;
+	char *raw;
+	bool val;
+
+	for (f = 0; f < N_FF; f++)
+		last[f] = f;
+	for (i = N_FF; i < v->n; i++)
+		if ((f = ff_index(v->v[i].key)) < N_FF)
+			last[f] = i;
+
+	values = values_of(v);
+	src = source_of(v->v, values, v->n);
+	for (f = 0; f < N_FF; f++) {
+		if (rc != NULL && config_flag_set(rc, ff_names[f], &val))
+			;
+		else {
+			k = last[f];
+			raw = v->v[k].raw ? xstrdup(values[k]) : expand(values[k], &src);
+			if (strconv_parse_bool(raw, &val) != 0) {
+				strv_push_owned(&v->warnings, xasprintf("%s: could not parse "
+				    "feature flag, expected bool, got %s", ff_names[f], raw));
+				val = strcmp(values[f], "true") == 0;
+			}
+			free(raw);
+		}
+		resolved[f] = val;
+	}
+	free(values);
+	for (f = 0; f < N_FF; f++) {
+		free(v->v[f].value);
+		v->v[f].value = xstrdup(resolved[f] ? "true" : "false");
+	}
+
+	for (i = k = job_first; i < v->n; i++) {
+		if (i < job_end && ff_index(v->v[i].key) < N_FF) {
+			free(v->v[i].key);
+			free(v->v[i].value);
+			continue;
+		}
+		v->v[k++] = v->v[i];
+	}
+	v->n = k;
+}
+
 static int64_t
 job_timeout(const struct api_job *job, int64_t given)
 {
@@ -489,14 +510,17 @@ job_vars_build(struct job_vars *v, const struct api_job *job,
     const struct job_vars_input *in)
 {
 	const struct strv *env = in->environment;
+	struct runner_config none;
 	char num[32], *kv, *eq;
-	size_t i;
+	size_t i, job_first, job_end;
 
 	memset(v, 0, sizeof(*v));
+	memset(&none, 0, sizeof(none));
 
+	/* The defaults first; resolve_flags() puts the resolved values here. */
 	for (i = 0; i < N_FF; i++)
-		push(v, ff_names[i], resolve_ff(in->rc, job, ff_names[i],
-		    &v->warnings) ? "true" : "false", false, false, false);
+		push(v, ff_names[i], config_feature_flag(&none, ff_names[i]) ?
+		    "true" : "false", false, false, false);
 
 	if (job->image.present && job->image.name != NULL && *job->image.name != '\0')
 		push(v, "CI_JOB_IMAGE", job->image.name, false, false, false);
@@ -524,13 +548,15 @@ job_vars_build(struct job_vars *v, const struct api_job *job,
 
 	push_tls(v, in);
 
+	job_first = v->n;
 	for (i = 0; i < job->n_variables; i++) {
 		const struct api_variable *pv = &job->variables[i];
 
-		if (pv->key == NULL || *pv->key == '\0' || is_ff_name(pv->key))
+		if (pv->key == NULL || *pv->key == '\0')
 			continue;
 		push(v, pv->key, pv->value, pv->file, pv->masked, pv->raw);
 	}
+	job_end = v->n;
 
 	push(v, in->shared_env ? "CI_SHARED_ENVIRONMENT" : "CI_DISPOSABLE_ENVIRONMENT",
 	    "true", false, false, false);
@@ -539,6 +565,7 @@ job_vars_build(struct job_vars *v, const struct api_job *job,
 	push(v, "CI_RUNNER_EXECUTABLE_ARCH", in->arch, false, false, false);
 	push(v, "RUNNER_TEMP_PROJECT_DIR", in->tmp_dir, false, false, false);
 
+	resolve_flags(v, in->rc, job_first, job_end);
 	expand_all(v);
 }
 

@@ -51,8 +51,10 @@ struct job_vars {
 
 /* What the runner adds; all borrowed, read only during the call. */
 /*
- * A feature flag as the job sees it: config.toml's value, else the job's
- * FF_ variable, else the default.
+ * A feature flag as the job sees it, resolved as gitlab-runner's
+ * populateFeatureFlags: config.toml's [runners.feature_flags], else the
+ * last FF_ value (expanded) of the runner's environment and the job's
+ * variables, the job's last, if it is a bool; else the default.
  */
 bool	job_vars_feature_flag(const struct job_vars *v, const char *name);
 

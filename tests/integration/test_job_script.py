@@ -4,6 +4,7 @@ timeouts, custom build directories, concurrency, bash and sh alike.
 Sources are not fetched here (without_sources); test_job_sources.py covers them.
 """
 import os
+import re
 import time
 
 import pytest
@@ -129,6 +130,48 @@ def test_every_token_mask_prefix_of_the_payload_masks(gitlab, daemons, tmp_path)
     for leak in ("glpat-abcdef", "mytoken:ghijklmno", "foobar-pqrstuvwxyz"):
         assert leak not in log
     assert "TOKEN_REVEALS=glpat-[MASKED] mytoken:[MASKED] foobar-[MASKED]" in log
+
+
+_STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z [0-9a-f]{2}[OE][ +]", re.M)
+
+
+@pytest.mark.parametrize("where", ["job", "environment", "config"])
+def test_ff_timestamps_off_from_the_job_the_environment_or_config(gitlab, daemons, tmp_path,
+                                                                 where):
+    """common/build.go populateFeatureFlags: [runners.feature_flags], else the last of the
+    runner's environment and the job's variables, else the default (FF_TIMESTAMPS: on)."""
+    keys, variables = {}, {}
+    if where == "job":
+        variables = {"FF_TIMESTAMPS": "false"}
+    elif where == "environment":
+        keys = {"environment": ["FF_TIMESTAMPS=false"]}
+    else:
+        # config.toml wins over a job that asks for timestamps.
+        keys = {"feature_flags": {"FF_TIMESTAMPS": False}}
+        variables = {"FF_TIMESTAMPS": "true"}
+    job = run_one(gitlab, daemons, tmp_path, entry_keys=keys, variables=variables,
+                  script=['echo "flag in the job: $FF_TIMESTAMPS"'])
+    log = job.log_text
+    assert job.status == "success", log
+    assert "flag in the job: false" in log
+    assert not _STAMP.search(log), log
+
+
+def test_the_job_can_turn_timestamps_on_when_config_is_silent(gitlab, daemons, tmp_path):
+    job = run_one(gitlab, daemons, tmp_path, entry_keys={"environment": ["FF_TIMESTAMPS=false"]},
+                  variables={"FF_TIMESTAMPS": "true"}, script=["echo stamped"])
+    assert job.status == "success", job.log_text
+    assert re.search(r"Z 01O stamped$", job.log_text, re.M), job.log_text
+
+
+def test_ff_mask_all_default_tokens_off_as_a_job_variable(gitlab, daemons, tmp_path):
+    """With FF_MASK_ALL_DEFAULT_TOKENS=false from the job only glpat- is a default prefix."""
+    job = run_one(gitlab, daemons, tmp_path, variables={
+        "FF_MASK_ALL_DEFAULT_TOKENS": "false",
+        "T": "glpat-abcdef glrt-ghijklm gldt-nopqrst"}, script=['echo "T=$T"'])
+    log = job.log_text
+    assert job.status == "success", log
+    assert "T=glpat-[MASKED] glrt-ghijklm gldt-nopqrst" in log
 
 
 def test_the_job_token_is_in_no_command_line(gitlab, daemons, tmp_path):

@@ -182,6 +182,89 @@ test_feature_flags(void **state)
 	job_vars_release(&v);
 }
 
+/* One flag of a job with one variable and the runner's environment and config. */
+static bool
+flag_of(const char *name, const char *job_value, const char *env_entry,
+    const struct config_flag *cfg, size_t *warnings)
+{
+	struct api_variable pv[] = { V("OFF", "false"),
+	    { .key = (char *)name, .value = (char *)job_value, .public_ = true } };
+	struct api_job job = job_with(pv, job_value != NULL ? 2 : 1);
+	struct job_vars_input in = input();
+	struct config_flag flags[1];
+	struct runner_config rc;
+	struct strv env = { 0 };
+	struct job_vars v;
+	bool on;
+
+	memset(&rc, 0, sizeof(rc));
+	if (cfg != NULL) {
+		flags[0] = *cfg;
+		rc.feature_flags = flags;
+		rc.n_feature_flags = 1;
+	}
+	in.rc = &rc;
+	if (env_entry != NULL)
+		strv_push(&env, env_entry);
+	in.environment = &env;
+	job_vars_build(&v, &job, &in);
+	on = job_vars_feature_flag(&v, name);
+	/* The job sees the resolved value, once, in the flag block. */
+	assert_string_equal(v.v[index_of(&v, name, 0)].value, on ? "true" : "false");
+	if (env_entry == NULL)
+		assert_int_equal(count_of(&v, name), 1);
+	if (warnings != NULL)
+		*warnings = v.warnings.n;
+	job_vars_release(&v);
+	strv_release(&env);
+	return on;
+}
+
+/*
+ * build_test.go TestIsFeatureFlagOn, _SetWithRunnerVariables, _Precedence
+ * and TestGetAllVariables_FeatureFlagResolution, with a real flag
+ * (gitlab-runner's FF_TEST_FEATURE is not one, so its default is false):
+ * config.toml, then the last of the environment and the job's variables,
+ * expanded, then the default.
+ */
+static void
+test_feature_flag_precedence(void **state)
+{
+	const struct config_flag on = { "FF_NETWORK_PER_BUILD", true };
+	const struct config_flag ts_off = { "FF_TIMESTAMPS", false };
+	const char *ff = "FF_NETWORK_PER_BUILD";	/* default false */
+	size_t w;
+
+	(void)state;
+	assert_false(flag_of(ff, NULL, NULL, NULL, &w));
+	assert_int_equal(w, 0);
+	assert_false(flag_of(ff, "", NULL, NULL, &w));
+	assert_int_equal(w, 1);		/* "": could not parse, as ParseBool */
+	assert_true(flag_of(ff, "true", NULL, NULL, NULL));
+	assert_true(flag_of(ff, "1", NULL, NULL, NULL));
+	assert_false(flag_of(ff, "false", NULL, NULL, NULL));
+	assert_false(flag_of(ff, "0", NULL, NULL, NULL));
+	assert_false(flag_of(ff, "test", NULL, NULL, &w));
+	assert_int_equal(w, 1);
+	/* config.toml takes precedence over the job and the environment. */
+	assert_true(flag_of(ff, "false", NULL, &on, NULL));
+	assert_true(flag_of(ff, NULL, "FF_NETWORK_PER_BUILD=false", &on, NULL));
+	/* The runner's environment sets a flag; the job's variable beats it. */
+	assert_true(flag_of(ff, NULL, "FF_NETWORK_PER_BUILD=true", NULL, NULL));
+	assert_false(flag_of(ff, NULL, "FF_NETWORK_PER_BUILD=false", NULL, NULL));
+	assert_true(flag_of(ff, "true", "FF_NETWORK_PER_BUILD=false", NULL, NULL));
+	assert_false(flag_of(ff, "false", "FF_NETWORK_PER_BUILD=true", NULL, NULL));
+	/* Values are expanded first (getVariablesForFeatureFlagResolution). */
+	assert_false(flag_of("FF_USE_FASTZIP", "$OFF", NULL, NULL, &w));
+	assert_int_equal(w, 0);
+	/* The job's own log flags, default on (issue 16). */
+	assert_false(flag_of("FF_TIMESTAMPS", "false", NULL, NULL, NULL));
+	assert_false(flag_of("FF_MASK_ALL_DEFAULT_TOKENS", "0", NULL, NULL, NULL));
+	assert_false(flag_of("FF_TIMESTAMPS", NULL, "FF_TIMESTAMPS=false", NULL, NULL));
+	assert_false(flag_of("FF_TIMESTAMPS", "true", NULL, &ts_off, NULL));
+	assert_true(flag_of("FF_TIMESTAMPS", NULL, NULL, NULL, NULL));
+}
+
 static void
 test_expansion(void **state)
 {
@@ -875,6 +958,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_order),
 		cmocka_unit_test(test_feature_flags),
+		cmocka_unit_test(test_feature_flag_precedence),
 		cmocka_unit_test(test_expansion),
 		cmocka_unit_test(test_expansion_go_table),
 		cmocka_unit_test(test_file_variable_references),

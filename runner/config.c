@@ -620,13 +620,26 @@ config_shell_supported(const char *shell)
 }
 
 bool
-config_feature_flag(const struct runner_config *rc, const char *name)
+config_flag_set(const struct runner_config *rc, const char *name, bool *value)
 {
 	size_t i;
 
 	for (i = 0; i < rc->n_feature_flags; i++)
-		if (strcmp(rc->feature_flags[i].name, name) == 0)
-			return rc->feature_flags[i].value;
+		if (strcmp(rc->feature_flags[i].name, name) == 0) {
+			*value = rc->feature_flags[i].value;
+			return true;
+		}
+	return false;
+}
+
+bool
+config_feature_flag(const struct runner_config *rc, const char *name)
+{
+	size_t i;
+	bool value;
+
+	if (config_flag_set(rc, name, &value))
+		return value;
 	for (i = 0; i < sizeof(flag_defaults) / sizeof(flag_defaults[0]); i++)
 		if (strcmp(flag_defaults[i].name, name) == 0)
 			return flag_defaults[i].value;

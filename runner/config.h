@@ -195,8 +195,14 @@ void	 config_set_time(struct toml_value *table, const char *key, time_t when, bo
 bool	 config_executor_supported(const char *executor);
 bool	 config_shell_supported(const char *shell);
 
-/* A feature flag's value for this entry: its own setting, else the default. */
+/*
+ * A feature flag's value for this entry: its own setting, else the
+ * default.  For the runner's own use (polling); a job's flags also see its
+ * environment and variables (vars.h job_vars_feature_flag()).
+ */
 bool	 config_feature_flag(const struct runner_config *rc, const char *name);
+/* Does [runners.feature_flags] set name?  Then *value is its setting. */
+bool	 config_flag_set(const struct runner_config *rc, const char *name, bool *value);
 
 /* How an entry reaches its GitLab, for api/ (strings borrowed from rc). */
 void	 runner_config_creds(const struct runner_config *rc, struct api_creds *creds);

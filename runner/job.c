@@ -50,7 +50,6 @@ extern char **environ;
 
 #define DEFAULT_JOB_TIMEOUT_S	7200
 #define DEFAULT_KILL_GRACE_MS	10000
-#define MAX_TOKEN_PREFIXES	15
 
 enum job_state {
 	JOB_ACKNOWLEDGING,	/* PUT state=running sent; nothing runs yet */
@@ -1020,11 +1019,12 @@ job_enter(struct job *job, enum job_state to)
 static struct masker *
 make_masker(const struct job *job)
 {
-	const char **prefixes = xcalloc(MAX_TOKEN_PREFIXES + 1, sizeof(char *));
-	const char *const *def = masker_default_prefixes(job->set.mask_all_tokens);
-	struct strv phrases = { 0 };
+	const struct strv *custom = &job->payload->features.token_mask_prefixes;
+	const char *const *def = masker_default_prefixes(job_vars_feature_flag(
+	    &job->prep.vars, "FF_MASK_ALL_DEFAULT_TOKENS"));
+	struct strv phrases = { 0 }, prefixes = { 0 };
 	struct masker *m;
-	size_t i, nx = 0;
+	size_t i;
 
 	job_vars_masked(&job->prep.vars, &phrases);
 	/*
@@ -1035,13 +1035,15 @@ make_masker(const struct job *job)
 	for (i = 0; i < job->payload->n_dependencies; i++)
 		if (job->payload->dependencies[i].token != NULL)
 			strv_push(&phrases, job->payload->dependencies[i].token);
-	for (i = 0; def[i] != NULL && nx < MAX_TOKEN_PREFIXES; i++)
-		prefixes[nx++] = def[i];
-	for (i = 0; i < job->payload->features.token_mask_prefixes.n && nx < MAX_TOKEN_PREFIXES; i++)
-		prefixes[nx++] = job->payload->features.token_mask_prefixes.v[i];
-	m = masker_new((const char *const *)phrases.v, phrases.n, prefixes, nx, true);
+	/* The payload's and the defaults together; the masker ranks and cuts them. */
+	for (i = 0; i < custom->n; i++)
+		strv_push(&prefixes, custom->v[i]);
+	for (i = 0; def[i] != NULL; i++)
+		strv_push(&prefixes, def[i]);
+	m = masker_new((const char *const *)phrases.v, phrases.n,
+	    (const char *const *)prefixes.v, prefixes.n, true);
 	strv_release(&phrases);
-	free(prefixes);
+	strv_release(&prefixes);
 	return m;
 }
 
@@ -1158,7 +1160,7 @@ job_start(const struct job_env *env, struct api_job *payload, struct job_setting
 
 	lc.path = job->log_path;
 	lc.limit = job->set.output_limit;
-	lc.timestamps = job->set.timestamps;
+	lc.timestamps = job_vars_feature_flag(&job->prep.vars, "FF_TIMESTAMPS");
 	/* The streams' maskers share one set of compiled rules. */
 	lc.masker[0] = make_masker(job);
 	for (i = 1; i < 3; i++)

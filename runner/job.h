@@ -44,8 +44,6 @@ struct job_settings {
 	struct strv	 environment;	/* [[runners]] environment */
 	uint64_t	 output_limit;	/* bytes */
 	int64_t		 retry_limit;	/* job_status_final_update_retry_limit */
-	bool		 timestamps;	/* FF_TIMESTAMPS */
-	bool		 mask_all_tokens; /* FF_MASK_ALL_DEFAULT_TOKENS */
 	int		 concurrent_id;	/* CI_CONCURRENT_ID */
 	int		 concurrent_project_id; /* CI_CONCURRENT_PROJECT_ID */
 	char		*state_dir;	/* the journal lives below it */

@@ -1141,36 +1141,48 @@ phr_flush(struct masker *m)
 	m->pos = m->cur = m->emitted = m->hbase = m->dbase;
 }
 
+/* Shorter first, then bytewise: the order of gitlab-runner's internal.Unique. */
+static int
+pattern_cmp_len(const void *a, const void *b)
+{
+	const struct pattern	*x = a, *y = b;
+
+	if (x->len != y->len)
+		return (x->len > y->len) - (x->len < y->len);
+	return memcmp(x->p, y->p, x->len);
+}
+
 /*
- * Trimmed, non-empty patterns; with dedup, in order and without
- * duplicates, at most max of them.
+ * Trimmed, non-empty patterns, in the order given.  With ranked, as
+ * gitlab-runner ranks token prefixes: sorted shortest first, duplicates
+ * dropped, then cut at max, so which ones count does not depend on the
+ * order they came in.
  */
 static struct pattern *
-collect(const char *const *v, size_t n, size_t max, bool dedup, size_t *np)
+collect(const char *const *v, size_t n, size_t max, bool ranked, size_t *np)
 {
 	struct pattern	*pats;
 	struct pattern	 t;
-	size_t		 i, j, k = 0, total = 0;
+	size_t		 i, k = 0, u, total = 0;
 
 	pats = xreallocarray(NULL, n > 0 ? n : 1, sizeof *pats);
-	for (i = 0; i < n && k < max; i++) {
+	for (i = 0; i < n; i++) {
 		if (v[i] == NULL)
 			continue;
 		t = trim(v[i]);
 		if (t.len == 0 || t.len > PATTERN_BYTES_MAX - total)
 			continue;
-		if (dedup) {
-			for (j = 0; j < k; j++) {
-				if (pattern_cmp(&pats[j], &t) == 0)
-					break;
-			}
-			if (j < k)
-				continue;
-		}
 		total += t.len;
 		pats[k++] = t;
 	}
-	*np = k;
+	if (ranked && k > 0) {
+		qsort(pats, k, sizeof *pats, pattern_cmp_len);
+		for (i = 1, u = 1; i < k; i++)
+			if (pattern_cmp_len(&pats[u - 1], &pats[i]) != 0)
+				pats[u++] = pats[i];
+		k = u;
+	}
+	*np = k < max ? k : max;
 	return pats;
 }
 
@@ -1216,7 +1228,7 @@ masker_new(const char *const *phrases, size_t n_phrases,
 		r->phr = ac_build(pats, np);
 	free(pats);
 
-	/* The first PREFIXES_MAX distinct prefixes count (protocol.md 6.5). */
+	/* The PREFIXES_MAX shortest distinct prefixes count (protocol.md 6.5). */
 	pats = collect(prefixes, prefixes != NULL ? n_prefixes : 0,
 	    PREFIXES_MAX, true, &np);
 	if (np > 0)

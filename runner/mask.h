@@ -36,8 +36,10 @@ struct masker;
 
 /*
  * phrases: the masked values (trimmed of white space, empty ones and
- * duplicates dropped by the masker).  prefixes: the token prefixes; NULL
- * for none.  url_params: apply rule 2.
+ * duplicates dropped by the masker).  prefixes: the token prefixes, in any
+ * order; NULL for none.  They are ranked as gitlab-runner's logger ranks
+ * them: trimmed, shortest first (then bytewise), duplicates dropped, and
+ * only the first 15 count.  url_params: apply rule 2.
  */
 struct masker	*masker_new(const char *const *phrases, size_t n_phrases,
 		    const char *const *prefixes, size_t n_prefixes, bool url_params);

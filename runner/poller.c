@@ -294,8 +294,6 @@ start_job(struct poller *p, struct api_job *payload)
 		strv_push(&s.environment, rc->environment.v[i]);
 	s.output_limit = (uint64_t)rc->output_limit * 1024;
 	s.retry_limit = rc->job_status_final_update_retry_limit;
-	s.timestamps = config_feature_flag(rc, "FF_TIMESTAMPS");
-	s.mask_all_tokens = config_feature_flag(rc, "FF_MASK_ALL_DEFAULT_TOKENS");
 	s.concurrent_id = free_concurrent_id(p);
 	s.concurrent_project_id = free_concurrent_project_id(p, payload->job_info.project_id);
 	s.state_dir = xstrdup(d->state_dir);

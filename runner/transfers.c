@@ -166,6 +166,24 @@ add_key(struct key_ctx *k, const char *raw, bool fallback_var)
 	return true;
 }
 
+/*
+ * from with every entry expanded, as gitlab-runner's cache-archiver and
+ * artifacts-uploader expand their --path, --exclude and --name.
+ */
+static struct script_lines
+expanded(struct transfers *t, const struct job_vars *v, const struct strv *from)
+{
+	struct strv *to = &t->lists[t->n_lists++];
+	struct script_lines out;
+	size_t i;
+
+	for (i = 0; i < from->n; i++)
+		strv_push_owned(to, job_vars_expand(v, from->v[i]));
+	out.v = (const char *const *)to->v;
+	out.n = to->n;
+	return out;
+}
+
 static void
 policy(struct script_cache *c, const char *p)
 {
@@ -217,8 +235,7 @@ make_cache(struct transfers *t, struct script_cache *c, const struct api_cache *
 	t->warnings[t->n_caches] = k.warnings;
 	c->warnings.v = (const char *const *)k.warnings.v;
 	c->warnings.n = k.warnings.n;
-	c->paths.v = (const char *const *)ac->paths.v;
-	c->paths.n = ac->paths.n;
+	c->paths = expanded(t, v, &ac->paths);
 	c->untracked = ac->untracked;
 	c->when = ac->when != NULL ? ac->when : "on_success";
 }
@@ -232,6 +249,8 @@ transfers_make(struct transfers *t, const struct api_job *job, const struct job_
 	size_t i;
 
 	memset(t, 0, sizeof(*t));
+	/* Every list at once: the caches and artifacts borrow their arrays. */
+	t->lists = xcalloc(job->n_caches + 2 * job->n_artifacts + 1, sizeof(*t->lists));
 	t->caches = xcalloc(job->n_caches + 1, sizeof(*t->caches));
 	t->keys = xcalloc(job->n_caches + 1, sizeof(*t->keys));
 	t->warnings = xcalloc(job->n_caches + 1, sizeof(*t->warnings));
@@ -246,12 +265,10 @@ transfers_make(struct transfers *t, const struct api_job *job, const struct job_
 		const struct api_artifact *aa = &job->artifacts[i];
 		struct script_artifact *a = &t->artifacts[t->n_artifacts++];
 
-		a->paths.v = (const char *const *)aa->paths.v;
-		a->paths.n = aa->paths.n;
-		a->exclude.v = (const char *const *)aa->exclude.v;
-		a->exclude.n = aa->exclude.n;
+		a->paths = expanded(t, v, &aa->paths);
+		a->exclude = expanded(t, v, &aa->exclude);
 		a->untracked = aa->untracked;
-		a->name = aa->name;
+		a->name = aa->name != NULL ? own(t, job_vars_expand(v, aa->name)) : NULL;
 		a->when = aa->when;
 		a->format = aa->artifact_format;
 		a->type = aa->artifact_type;
@@ -282,6 +299,9 @@ transfers_release(struct transfers *t)
 		free(t->keys[i]);
 		strv_release(&t->warnings[i]);
 	}
+	for (i = 0; i < t->n_lists; i++)
+		strv_release(&t->lists[i]);
+	free(t->lists);
 	free(t->keys);
 	free(t->warnings);
 	free(t->caches);

@@ -28,6 +28,8 @@ struct transfers {
 	struct strv			 owned;		/* every string made here */
 	struct script_cache_key		**keys;		/* one array per cache */
 	struct strv			*warnings;	/* one per cache */
+	struct strv			*lists;		/* the expanded path lists */
+	size_t				 n_lists;
 };
 
 struct transfers_input {
@@ -35,7 +37,12 @@ struct transfers_input {
 	bool		 hash_keys;	/* FF_HASH_CACHE_KEYS */
 };
 
-/* Fill t; borrowed strings point into job and v, which must outlive t. */
+/*
+ * Fill t; borrowed strings point into job and v, which must outlive t.
+ * Cache keys, fallback keys and policies, cache paths, and artifact
+ * paths, excludes and names are expanded with the job's variables
+ * (job_vars_expand()).
+ */
 void	transfers_make(struct transfers *t, const struct api_job *job,
 	    const struct job_vars *v, const struct transfers_input *in);
 void	transfers_release(struct transfers *t);

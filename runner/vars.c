@@ -98,58 +98,18 @@ push(struct job_vars *v, const char *key, const char *value, bool file,
 	e->raw = raw;
 }
 
-static bool
-is_ff_name(const char *key)
+/* The flag's place in ff_names, or N_FF. */
+static size_t
+ff_index(const char *key)
 {
 	size_t i;
 
+	if (strncmp(key, "FF_", 3) != 0)
+		return N_FF;
 	for (i = 0; i < N_FF; i++)
 		if (strcmp(ff_names[i], key) == 0)
-			return true;
-	return false;
-}
-
-/* The last payload variable named key, unexpanded, or NULL. */
-static const char *
-payload_value(const struct api_job *job, const char *key)
-{
-	size_t i;
-
-	for (i = job->n_variables; i > 0; i--) {
-		const struct api_variable *pv = &job->variables[i - 1];
-
-		if (pv->key != NULL && strcmp(pv->key, key) == 0)
-			return pv->value != NULL ? pv->value : "";
-	}
-	return NULL;
-}
-
-/* A flag set in config.toml wins; then a valid job variable; then the default. */
-static bool
-resolve_ff(const struct runner_config *rc, const struct api_job *job,
-    const char *name, struct strv *warnings)
-{
-	struct runner_config none;
-	const char *raw;
-	size_t i;
-	bool val;
-
-	if (rc != NULL)
-		for (i = 0; i < rc->n_feature_flags; i++)
-			if (strcmp(rc->feature_flags[i].name, name) == 0)
-				return rc->feature_flags[i].value;
-	raw = payload_value(job, name);
-	if (raw != NULL && *raw != '\0') {
-		if (strconv_parse_bool(raw, &val) == 0)
-			return val;
-		strv_push_owned(warnings, xasprintf("%s: could not parse feature "
-		    "flag, expected bool, got %s", name, raw));
-	}
-	if (rc == NULL) {
-		memset(&none, 0, sizeof(none));
-		rc = &none;
-	}
-	return config_feature_flag(rc, name);
+			return i;
+	return N_FF;
 }
 
 /* The whole content of a small file, or NULL with errno set. */
@@ -221,6 +181,71 @@ push_tls(struct job_vars *v, const struct job_vars_input *in)
 	free(key);
 }
 
+/*
+ * Go's path.Clean: one slash between parts, no "." parts, ".." takes the
+ * part before it; at the root a ".." goes, at the head of a relative path
+ * it stays.  Nothing left is "/" or ".".
+ */
+static char *
+go_path_clean(const char *path)
+{
+	struct strv parts = { 0 };
+	struct buf b;
+	const char *p = path, *end;
+	bool rooted = *path == '/';
+	size_t len, kept = 0, i;	/* kept: leading ".." parts, never taken back */
+
+	while (*p != '\0') {
+		while (*p == '/')
+			p++;
+		if (*p == '\0')
+			break;
+		end = strchr(p, '/');
+		len = end != NULL ? (size_t)(end - p) : strlen(p);
+		if (len == 1 && p[0] == '.')
+			;
+		else if (len == 2 && p[0] == '.' && p[1] == '.') {
+			if (parts.n > kept) {
+				free(parts.v[--parts.n]);
+				parts.v[parts.n] = NULL;
+			} else if (!rooted) {
+				strv_push(&parts, "..");
+				kept++;
+			}
+		} else
+			strv_push_owned(&parts, xmemdup(p, len));
+		p += len;
+	}
+	buf_init(&b, BUF_UNLIMITED);
+	if (rooted)
+		buf_putc(&b, '/');
+	for (i = 0; i < parts.n; i++) {
+		if (i > 0)
+			buf_putc(&b, '/');
+		buf_puts(&b, parts.v[i]);
+	}
+	if (b.len == 0)
+		buf_putc(&b, '.');
+	strv_release(&parts);
+	return buf_detach(&b, NULL);
+}
+
+/* Go's path.Join(dir, name): empty elements are skipped; none left is "". */
+static char *
+go_path_join(const char *dir, const char *name)
+{
+	char *joined, *out;
+
+	if (*dir == '\0' && *name == '\0')
+		return xstrdup("");
+	if (*dir == '\0' || *name == '\0')
+		return go_path_clean(*dir != '\0' ? dir : name);
+	joined = xasprintf("%s/%s", dir, name);
+	out = go_path_clean(joined);
+	free(joined);
+	return out;
+}
+
 static bool
 is_special(char c)
 {
@@ -236,8 +261,9 @@ is_alnum(char c)
 
 /*
  * The name after a '$' (s holds at least one byte) and how many bytes it
- * takes, as Go 1.10's os.Expand that gitlab-runner keeps: "${}" and an
- * unclosed "${" are eaten, a '$' before a non-name byte is dropped.
+ * takes, as Go's os.Expand: "${}" and an unclosed "${" take bytes and no
+ * name (they are eaten); a byte that starts no name takes none (the '$'
+ * stays as it is).
  */
 static size_t
 shell_name(const char *s, size_t len, const char **name, size_t *nlen)
@@ -272,38 +298,84 @@ shell_name(const char *s, size_t len, const char **name, size_t *nlen)
 	return i;
 }
 
-/* JobVariables.Get over the unexpanded values: the last of a name wins. */
-static const char *
-lookup(const struct job_var *vars, char *const *values, size_t n,
-    const char *name, size_t nlen)
+/*
+ * What a reference is resolved against: the variables with these values
+ * (the unexpanded ones while expanding, the final ones after), and the
+ * directory a file variable's path is in.
+ */
+struct source {
+	const struct job_var	*vars;
+	char *const		*values;
+	size_t			 n;
+	const char		*tmp_dir;	/* RUNNER_TEMP_PROJECT_DIR's value */
+};
+
+static struct source
+source_of(const struct job_var *vars, char *const *values, size_t n)
 {
+	struct source src = { vars, values, n, "" };
 	size_t i;
 
-	if (nlen == 1 && name[0] == '$')
-		return "$";
-	if (nlen == 1 && strchr("*#@!?0123456789", name[0]) != NULL)
-		return "";
 	for (i = n; i > 0; i--)
-		if (strlen(vars[i - 1].key) == nlen &&
-		    memcmp(vars[i - 1].key, name, nlen) == 0)
-			return values[i - 1];
-	return "";
+		if (strcmp(vars[i - 1].key, "RUNNER_TEMP_PROJECT_DIR") == 0) {
+			src.tmp_dir = values[i - 1];
+			break;
+		}
+	return src;
 }
 
+/*
+ * JobVariables.Get, appended to b: the last of a name wins, and a file
+ * variable stands for its file's path (path.Join(RUNNER_TEMP_PROJECT_DIR,
+ * key), where script.c writes it), never for its content.
+ */
+static void
+lookup(struct buf *b, const struct source *src, const char *name, size_t nlen)
+{
+	const struct job_var *v;
+	char *path;
+	size_t i;
+
+	if (nlen == 1 && name[0] == '$') {
+		buf_putc(b, '$');
+		return;
+	}
+	if (nlen == 1 && strchr("*#@!?0123456789", name[0]) != NULL)
+		return;
+	for (i = src->n; i > 0; i--) {
+		v = &src->vars[i - 1];
+		if (strlen(v->key) != nlen || memcmp(v->key, name, nlen) != 0)
+			continue;
+		if (!v->file) {
+			buf_puts(b, src->values[i - 1]);
+			return;
+		}
+		path = go_path_join(src->tmp_dir, v->key);
+		buf_puts(b, path);
+		free(path);
+		return;
+	}
+}
+
+/* Go's os.Expand(s, src.Get). */
 static char *
-expand(const char *s, const struct job_var *vars, char *const *values, size_t n)
+expand(const char *s, const struct source *src)
 {
 	struct buf b;
 	const char *name;
-	size_t i = 0, j, len = strlen(s), nlen;
+	size_t i = 0, j, len = strlen(s), nlen, w;
 
 	buf_init(&b, BUF_UNLIMITED);
 	for (j = 0; j < len; j++) {
 		if (s[j] != '$' || j + 1 >= len)
 			continue;
 		buf_append(&b, s + i, j - i);
-		j += shell_name(s + j + 1, len - j - 1, &name, &nlen);
-		buf_puts(&b, lookup(vars, values, n, name, nlen));
+		w = shell_name(s + j + 1, len - j - 1, &name, &nlen);
+		if (nlen > 0)
+			lookup(&b, src, name, nlen);
+		else if (w == 0)
+			buf_putc(&b, '$');	/* no name follows: not a reference */
+		j += w;
 		i = j + 1;
 	}
 	buf_append(&b, s + i, len - i);
@@ -338,7 +410,8 @@ char *
 job_vars_expand(const struct job_vars *v, const char *s)
 {
 	char **values = values_of(v);
-	char *out = expand(s, v->v, values, v->n);
+	struct source src = source_of(v->v, values, v->n);
+	char *out = expand(s, &src);
 
 	free(values);
 	return out;
@@ -349,15 +422,77 @@ static void
 expand_all(struct job_vars *v)
 {
 	char **values = values_of(v);
+	struct source src = source_of(v->v, values, v->n);
 	size_t i;
 
 	for (i = 0; i < v->n; i++)
 		if (!v->v[i].raw)
-			v->v[i].value = expand(values[i], v->v, values, v->n);
+			v->v[i].value = expand(values[i], &src);
 	for (i = 0; i < v->n; i++)
 		if (!v->v[i].raw)
 			free(values[i]);
 	free(values);
+}
+
+/*
+ * gitlab-runner's populateFeatureFlags, on v as built (the defaults at
+ * v[0, N_FF), then the runner's environment, the job's variables and the
+ * rest): a flag set in config.toml wins; else the last value of its name,
+ * expanded as every value is, if it parses as a bool; else the default,
+ * with a warning.  The resolved values replace the defaults, and the job's
+ * own FF_ variables, in v[job_first, job_end), go: the flag block is what
+ * the job sees (GetAllVariables' getNonFeatureFlagJobVariables).  One set
+ * in [[runners]] environment stays where it is, as in gitlab-runner.
+ */
+static void
+resolve_flags(struct job_vars *v, const struct runner_config *rc,
+    size_t job_first, size_t job_end)
+{
+	size_t last[N_FF], i, k, f;
+	bool resolved[N_FF];
+	char **values;
+	struct source src;
+	char *raw;
+	bool val;
+
+	for (f = 0; f < N_FF; f++)
+		last[f] = f;
+	for (i = N_FF; i < v->n; i++)
+		if ((f = ff_index(v->v[i].key)) < N_FF)
+			last[f] = i;
+
+	values = values_of(v);
+	src = source_of(v->v, values, v->n);
+	for (f = 0; f < N_FF; f++) {
+		if (rc != NULL && config_flag_set(rc, ff_names[f], &val))
+			;
+		else {
+			k = last[f];
+			raw = v->v[k].raw ? xstrdup(values[k]) : expand(values[k], &src);
+			if (strconv_parse_bool(raw, &val) != 0) {
+				strv_push_owned(&v->warnings, xasprintf("%s: could not parse "
+				    "feature flag, expected bool, got %s", ff_names[f], raw));
+				val = strcmp(values[f], "true") == 0;
+			}
+			free(raw);
+		}
+		resolved[f] = val;
+	}
+	free(values);
+	for (f = 0; f < N_FF; f++) {
+		free(v->v[f].value);
+		v->v[f].value = xstrdup(resolved[f] ? "true" : "false");
+	}
+
+	for (i = k = job_first; i < v->n; i++) {
+		if (i < job_end && ff_index(v->v[i].key) < N_FF) {
+			free(v->v[i].key);
+			free(v->v[i].value);
+			continue;
+		}
+		v->v[k++] = v->v[i];
+	}
+	v->n = k;
 }
 
 static int64_t
@@ -375,14 +510,17 @@ job_vars_build(struct job_vars *v, const struct api_job *job,
     const struct job_vars_input *in)
 {
 	const struct strv *env = in->environment;
+	struct runner_config none;
 	char num[32], *kv, *eq;
-	size_t i;
+	size_t i, job_first, job_end;
 
 	memset(v, 0, sizeof(*v));
+	memset(&none, 0, sizeof(none));
 
+	/* The defaults first; resolve_flags() puts the resolved values here. */
 	for (i = 0; i < N_FF; i++)
-		push(v, ff_names[i], resolve_ff(in->rc, job, ff_names[i],
-		    &v->warnings) ? "true" : "false", false, false, false);
+		push(v, ff_names[i], config_feature_flag(&none, ff_names[i]) ?
+		    "true" : "false", false, false, false);
 
 	if (job->image.present && job->image.name != NULL && *job->image.name != '\0')
 		push(v, "CI_JOB_IMAGE", job->image.name, false, false, false);
@@ -410,13 +548,15 @@ job_vars_build(struct job_vars *v, const struct api_job *job,
 
 	push_tls(v, in);
 
+	job_first = v->n;
 	for (i = 0; i < job->n_variables; i++) {
 		const struct api_variable *pv = &job->variables[i];
 
-		if (pv->key == NULL || *pv->key == '\0' || is_ff_name(pv->key))
+		if (pv->key == NULL || *pv->key == '\0')
 			continue;
 		push(v, pv->key, pv->value, pv->file, pv->masked, pv->raw);
 	}
+	job_end = v->n;
 
 	push(v, in->shared_env ? "CI_SHARED_ENVIRONMENT" : "CI_DISPOSABLE_ENVIRONMENT",
 	    "true", false, false, false);
@@ -425,6 +565,7 @@ job_vars_build(struct job_vars *v, const struct api_job *job,
 	push(v, "CI_RUNNER_EXECUTABLE_ARCH", in->arch, false, false, false);
 	push(v, "RUNNER_TEMP_PROJECT_DIR", in->tmp_dir, false, false, false);
 
+	resolve_flags(v, in->rc, job_first, job_end);
 	expand_all(v);
 }
 
@@ -678,47 +819,6 @@ build_settings_release(struct build_settings *s)
 
 /* ---- Directories. ---- */
 
-/*
- * Go's path.Clean for an absolute path: one slash between parts, no "."
- * parts, ".." takes the part before it (and stays at "/").
- */
-static char *
-clean_abs(const char *path)
-{
-	struct buf b;
-	const char *p = path, *end;
-	size_t len, cut;
-
-	buf_init(&b, BUF_UNLIMITED);
-	while (*p != '\0') {
-		while (*p == '/')
-			p++;
-		if (*p == '\0')
-			break;
-		end = strchr(p, '/');
-		len = end != NULL ? (size_t)(end - p) : strlen(p);
-		if (len == 1 && p[0] == '.')
-			;
-		else if (len == 2 && p[0] == '.' && p[1] == '.') {
-			cut = b.len;
-			while (cut > 0 && b.ptr[cut - 1] != '/')
-				cut--;
-			/* Only shrinks: a buffer never written to stays as is. */
-			if (cut > 0) {
-				b.len = cut - 1;
-				b.ptr[b.len] = '\0';
-			}
-		} else {
-			buf_putc(&b, '/');
-			buf_append(&b, p, len);
-		}
-		p += len;
-	}
-	if (b.len == 0)
-		buf_putc(&b, '/');
-	return buf_detach(&b, NULL);
-}
-
 /* Is path (clean) root itself or below it (clean)? */
 static bool
 is_under(const char *path, const char *root)
@@ -773,7 +873,7 @@ job_dirs_compute(struct job_dirs *d, const struct job_dirs_input *in,
 
 	memset(d, 0, sizeof(*d));
 	*error = NULL;
-	root = clean_abs(in->builds_dir != NULL ? in->builds_dir : "/");
+	root = go_path_clean(in->builds_dir != NULL ? in->builds_dir : "/");
 
 	if (in->clone_path != NULL && *in->clone_path != '\0') {
 		if (!in->custom_build_dir) {
@@ -788,7 +888,7 @@ job_dirs_compute(struct job_dirs *d, const struct job_dirs_input *in,
 			free(root);
 			return -1;
 		}
-		dir = clean_abs(in->clone_path);
+		dir = go_path_clean(in->clone_path);
 		if (!is_under(dir, root)) {
 			*error = xasprintf("the GIT_CLONE_PATH=\"%s\" has to be "
 			    "within \"%s\"", in->clone_path, root);

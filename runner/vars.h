@@ -51,14 +51,18 @@ struct job_vars {
 
 /* What the runner adds; all borrowed, read only during the call. */
 /*
- * A feature flag as the job sees it: config.toml's value, else the job's
- * FF_ variable, else the default.
+ * A feature flag as the job sees it, resolved as gitlab-runner's
+ * populateFeatureFlags: config.toml's [runners.feature_flags], else the
+ * last FF_ value (expanded) of the runner's environment and the job's
+ * variables, the job's last, if it is a bool; else the default.
  */
 bool	job_vars_feature_flag(const struct job_vars *v, const char *name);
 
 /*
  * s with $VAR and ${VAR} replaced by the variables' final values
- * (gitlab-runner's ExpandValue); unknown names become "".  Caller frees.
+ * (gitlab-runner's ExpandValue, Go's os.Expand): unknown names become "",
+ * a file variable its file's path, a '$' before no name stays.  Caller
+ * frees.
  */
 char	*job_vars_expand(const struct job_vars *v, const char *s);
 
@@ -90,7 +94,9 @@ struct job_vars_input {
  * Build the variables of job (protocol.md 9.3 order), then expand $VAR and
  * ${VAR} in every value but raw ones.  Expansion is gitlab-runner's: one
  * pass, against the job's own unexpanded variables (the last of a name),
- * never the process environment; unknown names give "", "$$" gives "$".
+ * never the process environment; unknown names give "", "$$" gives "$",
+ * a '$' before no name stays ("$/x", "a$|b"), "${}" goes, and a file
+ * variable gives path.Join(RUNNER_TEMP_PROJECT_DIR, key), not its content.
  * The caller releases *v with job_vars_release().
  */
 void		 job_vars_build(struct job_vars *v, const struct api_job *job,

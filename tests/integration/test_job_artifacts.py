@@ -94,6 +94,21 @@ def test_upload_then_a_later_job_downloads_the_same_files(gitlab, daemons, tmp_p
     assert not gitlab.violations
 
 
+def test_artifact_paths_excludes_and_name_are_expanded(gitlab, daemons, tmp_path):
+    """gitlab-runner's artifacts-uploader expands --path, --exclude and --name."""
+    build = run_one(gitlab, daemons, tmp_path, name="build", script=make_outputs(),
+                    variables={"OUT_DIR": "out", "SKIP": "*.o", "FLAVOUR": "linux"},
+                    artifacts=[{"name": "bin-$FLAVOUR", "paths": ["$OUT_DIR/"],
+                                "exclude": ["${OUT_DIR}/**/$SKIP"], "when": "on_success",
+                                "artifact_type": "archive", "artifact_format": "zip"}])
+    log = build.log_text
+    assert build.status == "success", log
+    art = gitlab.artifact(build)
+    assert art.filename == "bin-linux.zip", log
+    assert zip_names(art.data) == ["out/", "out/empty/", "out/link", "out/sub/",
+                                   "out/sub/data.txt", "out/tool"]
+
+
 def test_503_twice_then_201_sends_identical_bodies(gitlab, daemons, tmp_path):
     gitlab.script("POST", UPLOAD, times=2, status=503)
     job = run_one(gitlab, daemons, tmp_path, script=["echo payload > f.txt"],

@@ -91,6 +91,32 @@ def test_default_key_fallback_keys_and_cache_fallback_key(gitlab, daemons, tmp_p
     assert "RESTORED cached" in var.log_text, var.log_text
 
 
+def test_cache_paths_keys_and_fallback_keys_are_expanded(gitlab, daemons, tmp_path):
+    """gitlab-runner's cache-archiver expands its --path arguments; keys and fallback keys
+    are expanded with the job's variables too."""
+    cache_dir = tmp_path / "cache"
+    variables = {"VENDOR_DIR": "vendor", "FLAVOUR": "ruby"}
+    seed = run(gitlab, daemons, tmp_path, cache_dir, "seed", name="seed", script=VENDOR,
+               variables=variables,
+               cache=[{"key": "deps-$FLAVOUR", "paths": ["$VENDOR_DIR/", "${UNSET}"],
+                       "policy": "push"}])
+    log = seed.log_text
+    assert seed.status == "success", log
+    archive = cache_dir / "group" / "project" / "deps-ruby" / "cache.zip"
+    assert archive.is_file(), log
+    assert "vendor/deep/lib.txt" in zipfile.ZipFile(archive).namelist()
+
+    use = run(gitlab, daemons, tmp_path, cache_dir, "use", name="use", script=SHOW,
+              variables=variables,
+              cache=[{"key": "none-$FLAVOUR", "paths": ["${VENDOR_DIR}/"], "policy": "pull",
+                      "fallback_keys": ["deps-${FLAVOUR}"]}])
+    log = use.log_text
+    assert use.status == "success", log
+    assert "Checking cache for none-ruby..." in log
+    assert "Checking cache for deps-ruby..." in log
+    assert "RESTORED cached" in log
+
+
 def test_keys_that_would_leave_the_cache_dir_are_sanitised(gitlab, daemons, tmp_path):
     cache_dir = tmp_path / "cache"
     job = run(gitlab, daemons, tmp_path, cache_dir, "a", script=VENDOR,

@@ -5,6 +5,7 @@ Sources are not fetched here (without_sources); test_job_sources.py covers them.
 """
 import json
 import os
+import re
 import time
 
 import pytest
@@ -48,6 +49,40 @@ def test_variables_of_every_kind_reach_the_script_exactly(gitlab, daemons, tmp_p
 
 
 @pytest.mark.parametrize("shell", ["bash", "sh"])
+def test_a_reference_to_a_file_variable_is_its_path(gitlab, daemons, tmp_path, shell):
+    """gitlab-runner's Variables.Get: $FILE_VAR inside another value is the file's path
+    (RUNNER_TEMP_PROJECT_DIR/FILE_VAR), so the secret is never copied into a plain variable."""
+    secret = "t0p-s3cr3t-c0ntent"
+    job = run_one(gitlab, daemons, tmp_path, entry_keys={"shell": shell}, script=[
+        'printf "REF=[%s]\\n" "$REF"',
+        'test "$REF" = "$SECRET_FILE.txt" && echo REF-IS-THE-PATH',
+        'test "$RUNNER_TEMP_PROJECT_DIR/SECRET_FILE" = "$SECRET_FILE" && echo IN-THE-TEMP-DIR',
+        'printf "IN-ENV=[%s]\\n" "$(env | grep -c t0p-s3cr3t)"',
+    ], variables={
+        "SECRET_FILE": {"value": secret, "file": True},
+        "REF": "${SECRET_FILE}.txt",
+    })
+    log = job.log_text
+    assert job.status == "success", log
+    assert "REF-IS-THE-PATH" in log and "IN-THE-TEMP-DIR" in log
+    assert "/SECRET_FILE.txt]" in log
+    assert secret not in log
+    assert "IN-ENV=[0]" in log
+
+
+@pytest.mark.parametrize("shell", ["bash", "sh"])
+def test_a_dollar_before_no_name_is_kept(gitlab, daemons, tmp_path, shell):
+    """Go's os.Expand, which gitlab-runner expands variables with: '$' before a byte that
+    starts no name stays; "$$" is "$"; "${}" is eaten."""
+    job = run_one(gitlab, daemons, tmp_path, entry_keys={"shell": shell}, script=[
+        'printf "ODD=[%s]\\n" "$ODD"',
+    ], variables={"ODD": "$/dsa a$|b x$.y $$ cost 5$ ${}end"})
+    log = job.log_text
+    assert job.status == "success", log
+    assert "ODD=[$/dsa a$|b x$.y $ cost 5$ end]" in log
+
+
+@pytest.mark.parametrize("shell", ["bash", "sh"])
 def test_gitlab_env_carries_from_script_to_after_script(gitlab, daemons, tmp_path, shell):
     job = run_one(gitlab, daemons, tmp_path, entry_keys={"shell": shell}, script=[
         'echo "FROM_SCRIPT=set in script" >> "$GITLAB_ENV"',
@@ -80,6 +115,64 @@ def test_a_masked_secret_split_by_the_script_is_still_hidden(gitlab, daemons, tm
     assert job.status == "success", log
     assert secret not in log
     assert log.count("[MASKED]") >= 2
+
+
+def test_every_token_mask_prefix_of_the_payload_masks(gitlab, daemons, tmp_path):
+    """common/buildtest/masking.go: the payload's prefixes join the 14 defaults
+    (FF_MASK_ALL_DEFAULT_TOKENS is on), ranked shortest first, and all three mask."""
+    from gitlab_double import FAILURE_REASONS
+
+    job = run_one(gitlab, daemons, tmp_path, script=['echo "TOKEN_REVEALS=$TOKEN_REVEALS"'],
+                  variables={"TOKEN_REVEALS": "glpat-abcdef mytoken:ghijklmno foobar-pqrstuvwxyz"},
+                  features={"trace_sections": True, "failure_reasons": list(FAILURE_REASONS),
+                            "token_mask_prefixes": ["glpat-", "mytoken:", "foobar-"]})
+    log = job.log_text
+    assert job.status == "success", log
+    for leak in ("glpat-abcdef", "mytoken:ghijklmno", "foobar-pqrstuvwxyz"):
+        assert leak not in log
+    assert "TOKEN_REVEALS=glpat-[MASKED] mytoken:[MASKED] foobar-[MASKED]" in log
+
+
+_STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z [0-9a-f]{2}[OE][ +]", re.M)
+
+
+@pytest.mark.parametrize("where", ["job", "environment", "config"])
+def test_ff_timestamps_off_from_the_job_the_environment_or_config(gitlab, daemons, tmp_path,
+                                                                 where):
+    """common/build.go populateFeatureFlags: [runners.feature_flags], else the last of the
+    runner's environment and the job's variables, else the default (FF_TIMESTAMPS: on)."""
+    keys, variables = {}, {}
+    if where == "job":
+        variables = {"FF_TIMESTAMPS": "false"}
+    elif where == "environment":
+        keys = {"environment": ["FF_TIMESTAMPS=false"]}
+    else:
+        # config.toml wins over a job that asks for timestamps.
+        keys = {"feature_flags": {"FF_TIMESTAMPS": False}}
+        variables = {"FF_TIMESTAMPS": "true"}
+    job = run_one(gitlab, daemons, tmp_path, entry_keys=keys, variables=variables,
+                  script=['echo "flag in the job: $FF_TIMESTAMPS"'])
+    log = job.log_text
+    assert job.status == "success", log
+    assert "flag in the job: false" in log
+    assert not _STAMP.search(log), log
+
+
+def test_the_job_can_turn_timestamps_on_when_config_is_silent(gitlab, daemons, tmp_path):
+    job = run_one(gitlab, daemons, tmp_path, entry_keys={"environment": ["FF_TIMESTAMPS=false"]},
+                  variables={"FF_TIMESTAMPS": "true"}, script=["echo stamped"])
+    assert job.status == "success", job.log_text
+    assert re.search(r"Z 01O stamped$", job.log_text, re.M), job.log_text
+
+
+def test_ff_mask_all_default_tokens_off_as_a_job_variable(gitlab, daemons, tmp_path):
+    """With FF_MASK_ALL_DEFAULT_TOKENS=false from the job only glpat- is a default prefix."""
+    job = run_one(gitlab, daemons, tmp_path, variables={
+        "FF_MASK_ALL_DEFAULT_TOKENS": "false",
+        "T": "glpat-abcdef glrt-ghijklm gldt-nopqrst"}, script=['echo "T=$T"'])
+    log = job.log_text
+    assert job.status == "success", log
+    assert "T=glpat-[MASKED] glrt-ghijklm gldt-nopqrst" in log
 
 
 def test_the_job_token_is_in_no_command_line(gitlab, daemons, tmp_path):

@@ -425,8 +425,10 @@ test_gitlab_tokens(void **state)
 }
 
 /*
- * gitlab-runner's "ignored eleventh prefix" case with this runner's limit
- * of 15 (protocol.md 6.5): the first 15 distinct prefixes count.
+ * The limit of 15 (protocol.md 6.5) counts the prefixes as gitlab-runner's
+ * internal.Unique ranks them: shortest first, then bytewise, duplicates
+ * and blanks dropped.  The order given does not matter: glpat- comes
+ * first here, yet the 15 shorter ones push it out, and p16- with it.
  */
 static void
 test_prefix_limit(void **state)
@@ -438,8 +440,53 @@ test_prefix_limit(void **state)
 
 	(void)state;
 	check(&c, "glpat-a p1-a p|7-a p14-a p15-a p16-a",
-	    "glpat-" MASKED " p1-" MASKED " p7-" MASKED " p14-" MASKED
-	    " p15-a p16-a");
+	    "glpat-a p1-" MASKED " p7-" MASKED " p14-" MASKED
+	    " p15-" MASKED " p16-a");
+}
+
+/* The payload's prefixes, then the defaults: the list make_masker() gives. */
+static size_t
+with_defaults(const char **out, const char *const *custom, size_t n)
+{
+	const char *const *def = masker_default_prefixes(true);
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		out[k++] = custom[i];
+	for (i = 0; def[i] != NULL; i++)
+		out[k++] = def[i];
+	return k;
+}
+
+/*
+ * token_masker_test.go's cases with custom prefixes, which it runs with
+ * Unique(append(prefixes, DefaultTokenPrefixes(true)...)).
+ */
+static void
+test_gitlab_custom_prefixes(void **state)
+{
+	static const char *const tok[] = { "tok-" };
+	static const char *const eleven[] = { "mask1-", "mask2-", "mask3-",
+	    "mask4-", "mask5-", "mask6-", "mask7-", "mask8-", "mask9-",
+	    "mask10-", "mask11-" };
+	/* common/buildtest/masking.go: every one of them masks. */
+	static const char *const build[] = { "glpat-", "mytoken:", "foobar-" };
+	const char *all[32];
+	struct cfg c = { NULL, 0, all, 0, false };
+
+	(void)state;
+	c.nprefixes = with_defaults(all, tok, NELEM(tok));
+	check(&c, "Lortok-ipsu dolor sit amt|ok-t, cons-ctg|lpat-tur adipiscing tok-lit, stok-|d gltok-test do tok-iusmod t|tok-mpor incididunt ut |labortok-=_ tok-t dolortok-=_ magna aliqua. Tglpat-llus orci ac auctor auguglpat-eee mauris auguglpat-wEr_ lorem",
+	    "Lortok-" MASKED " dolor sit amtok-" MASKED ", cons-ctglpat-" MASKED " adipiscing tok-" MASKED ", stok-" MASKED " gltok-" MASKED " do tok-" MASKED " ttok-" MASKED " incididunt ut labortok-" MASKED " tok-" MASKED " dolortok-" MASKED " magna aliqua. Tglpat-" MASKED " orci ac auctor auguglpat-" MASKED " mauris auguglpat-" MASKED " lorem");
+
+	/* "ignored sixteenth prefix and more": mask6- and longer are cut. */
+	c.nprefixes = with_defaults(all, eleven, NELEM(eleven));
+	check(&c, "Lormask1-ipsu dolor sit amm|ask2-t, cons-ctg|lpat-tur adipiscing mask5-lit, smask11-|d do mask7-iusmod t|glpat-mpor incididunt ut |labormask10-=_ mask9-t",
+	    "Lormask1-" MASKED " dolor sit ammask2-" MASKED ", cons-ctglpat-" MASKED " adipiscing mask5-" MASKED ", smask11-d do mask7-iusmod tglpat-" MASKED " incididunt ut labormask10-=_ mask9-t");
+
+	c.nprefixes = with_defaults(all, build, NELEM(build));
+	check(&c, "TOKEN_REVEALS=glpat-abcdef mytoken:ghijklmno foobar-pqrstuvwxyz\n",
+	    "TOKEN_REVEALS=glpat-" MASKED " mytoken:" MASKED " foobar-" MASKED "\n");
 }
 
 static void
@@ -1322,6 +1369,7 @@ main(void)
 		cmocka_unit_test(test_gitlab_url),
 		cmocka_unit_test(test_gitlab_tokens),
 		cmocka_unit_test(test_prefix_limit),
+		cmocka_unit_test(test_gitlab_custom_prefixes),
 		cmocka_unit_test(test_default_prefixes),
 		cmocka_unit_test(test_leftmost_longest),
 		cmocka_unit_test(test_streaming_hold),

@@ -214,6 +214,60 @@ test_artifacts_and_dependencies(void **state)
 	release(&f);
 }
 
+/*
+ * The paths, excludes and names are expanded with the job's variables,
+ * as gitlab-runner's cache-archiver and artifacts-uploader expand theirs
+ * (issue 16): a file variable gives its path, a '$' before no name stays.
+ */
+static void
+test_paths_expanded(void **state)
+{
+	struct api_variable pv[] = {
+		V("VENDOR", "vendor"),
+		V("OUT", "build/out"),
+		{ .key = "KEYFILE", .value = "secret", .file = true },
+	};
+	struct fixture f;
+	const struct script_cache *c;
+	const struct script_artifact *a;
+
+	(void)state;
+	memset(&f, 0, sizeof(f));
+	strv_push(&f.caches[0].paths, "$VENDOR/bundle");
+	strv_push(&f.caches[0].paths, "${CI_PROJECT_DIR}/.npm");
+	strv_push(&f.caches[0].paths, "plain/$/x");
+	strv_push(&f.caches[0].paths, "$UNSET");
+	f.caches[0].key = "deps-$VENDOR";
+	f.job.caches = f.caches;
+	f.job.n_caches = 1;
+	strv_push(&f.artifacts[0].paths, "$OUT/*.bin");
+	strv_push(&f.artifacts[0].paths, "$KEYFILE");
+	strv_push(&f.artifacts[0].exclude, "${OUT}/*.tmp");
+	f.artifacts[0].name = "bin-$VENDOR";
+	f.job.artifacts = f.artifacts;
+	f.job.n_artifacts = 1;
+	build(&f, pv, sizeof(pv) / sizeof(pv[0]), false);
+
+	c = &f.t.caches[0];
+	assert_string_equal(c->keys[0].key, "deps-vendor");
+	assert_int_equal(c->paths.n, 4);
+	assert_string_equal(c->paths.v[0], "vendor/bundle");
+	assert_string_equal(c->paths.v[1], "/b/p/.npm");
+	assert_string_equal(c->paths.v[2], "plain/$/x");
+	assert_string_equal(c->paths.v[3], "");
+	a = &f.t.artifacts[0];
+	assert_int_equal(a->paths.n, 2);
+	assert_string_equal(a->paths.v[0], "build/out/*.bin");
+	assert_string_equal(a->paths.v[1], "/b/p.tmp/KEYFILE");
+	assert_int_equal(a->exclude.n, 1);
+	assert_string_equal(a->exclude.v[0], "build/out/*.tmp");
+	assert_string_equal(a->name, "bin-vendor");
+	release(&f);
+	strv_release(&f.caches[0].paths);
+	strv_release(&f.artifacts[0].paths);
+	strv_release(&f.artifacts[0].exclude);
+}
+
 int
 main(void)
 {
@@ -222,6 +276,7 @@ main(void)
 		cmocka_unit_test(test_cache_keys),
 		cmocka_unit_test(test_fallback_protected),
 		cmocka_unit_test(test_artifacts_and_dependencies),
+		cmocka_unit_test(test_paths_expanded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -182,6 +182,89 @@ test_feature_flags(void **state)
 	job_vars_release(&v);
 }
 
+/* One flag of a job with one variable and the runner's environment and config. */
+static bool
+flag_of(const char *name, const char *job_value, const char *env_entry,
+    const struct config_flag *cfg, size_t *warnings)
+{
+	struct api_variable pv[] = { V("OFF", "false"),
+	    { .key = (char *)name, .value = (char *)job_value, .public_ = true } };
+	struct api_job job = job_with(pv, job_value != NULL ? 2 : 1);
+	struct job_vars_input in = input();
+	struct config_flag flags[1];
+	struct runner_config rc;
+	struct strv env = { 0 };
+	struct job_vars v;
+	bool on;
+
+	memset(&rc, 0, sizeof(rc));
+	if (cfg != NULL) {
+		flags[0] = *cfg;
+		rc.feature_flags = flags;
+		rc.n_feature_flags = 1;
+	}
+	in.rc = &rc;
+	if (env_entry != NULL)
+		strv_push(&env, env_entry);
+	in.environment = &env;
+	job_vars_build(&v, &job, &in);
+	on = job_vars_feature_flag(&v, name);
+	/* The job sees the resolved value, once, in the flag block. */
+	assert_string_equal(v.v[index_of(&v, name, 0)].value, on ? "true" : "false");
+	if (env_entry == NULL)
+		assert_int_equal(count_of(&v, name), 1);
+	if (warnings != NULL)
+		*warnings = v.warnings.n;
+	job_vars_release(&v);
+	strv_release(&env);
+	return on;
+}
+
+/*
+ * build_test.go TestIsFeatureFlagOn, _SetWithRunnerVariables, _Precedence
+ * and TestGetAllVariables_FeatureFlagResolution, with a real flag
+ * (gitlab-runner's FF_TEST_FEATURE is not one, so its default is false):
+ * config.toml, then the last of the environment and the job's variables,
+ * expanded, then the default.
+ */
+static void
+test_feature_flag_precedence(void **state)
+{
+	const struct config_flag on = { "FF_NETWORK_PER_BUILD", true };
+	const struct config_flag ts_off = { "FF_TIMESTAMPS", false };
+	const char *ff = "FF_NETWORK_PER_BUILD";	/* default false */
+	size_t w;
+
+	(void)state;
+	assert_false(flag_of(ff, NULL, NULL, NULL, &w));
+	assert_int_equal(w, 0);
+	assert_false(flag_of(ff, "", NULL, NULL, &w));
+	assert_int_equal(w, 1);		/* "": could not parse, as ParseBool */
+	assert_true(flag_of(ff, "true", NULL, NULL, NULL));
+	assert_true(flag_of(ff, "1", NULL, NULL, NULL));
+	assert_false(flag_of(ff, "false", NULL, NULL, NULL));
+	assert_false(flag_of(ff, "0", NULL, NULL, NULL));
+	assert_false(flag_of(ff, "test", NULL, NULL, &w));
+	assert_int_equal(w, 1);
+	/* config.toml takes precedence over the job and the environment. */
+	assert_true(flag_of(ff, "false", NULL, &on, NULL));
+	assert_true(flag_of(ff, NULL, "FF_NETWORK_PER_BUILD=false", &on, NULL));
+	/* The runner's environment sets a flag; the job's variable beats it. */
+	assert_true(flag_of(ff, NULL, "FF_NETWORK_PER_BUILD=true", NULL, NULL));
+	assert_false(flag_of(ff, NULL, "FF_NETWORK_PER_BUILD=false", NULL, NULL));
+	assert_true(flag_of(ff, "true", "FF_NETWORK_PER_BUILD=false", NULL, NULL));
+	assert_false(flag_of(ff, "false", "FF_NETWORK_PER_BUILD=true", NULL, NULL));
+	/* Values are expanded first (getVariablesForFeatureFlagResolution). */
+	assert_false(flag_of("FF_USE_FASTZIP", "$OFF", NULL, NULL, &w));
+	assert_int_equal(w, 0);
+	/* The job's own log flags, default on (issue 16). */
+	assert_false(flag_of("FF_TIMESTAMPS", "false", NULL, NULL, NULL));
+	assert_false(flag_of("FF_MASK_ALL_DEFAULT_TOKENS", "0", NULL, NULL, NULL));
+	assert_false(flag_of("FF_TIMESTAMPS", NULL, "FF_TIMESTAMPS=false", NULL, NULL));
+	assert_false(flag_of("FF_TIMESTAMPS", "true", NULL, &ts_off, NULL));
+	assert_true(flag_of("FF_TIMESTAMPS", NULL, NULL, NULL, NULL));
+}
+
 static void
 test_expansion(void **state)
 {
@@ -223,8 +306,8 @@ test_expansion(void **state)
 	assert_string_equal(job_vars_get(&v, "C"), "c2");
 	assert_int_equal(count_of(&v, "C"), 2);
 	assert_string_equal(job_vars_get(&v, "RAW"), "$A ${A}");
-	/* Go 1.10 os.Expand: '$' before a non-name is eaten, "${}" too. */
-	assert_string_equal(job_vars_get(&v, "ODD"), "a/b xA");
+	/* Go's os.Expand: '$' before a non-name stays; "${}" and "${" are eaten. */
+	assert_string_equal(job_vars_get(&v, "ODD"), "a$/b$ xA");
 	assert_string_equal(job_vars_get(&v, "SPECIAL"), "");
 	assert_string_equal(job_vars_get(&v, "TRAIL"), "cost: 5$");
 	/* Never the process environment. */
@@ -237,6 +320,125 @@ test_expansion(void **state)
 		assert_string_equal(line, "release a-a c2  $ 'q'");
 		free(line);
 	}
+	job_vars_release(&v);
+}
+
+/*
+ * Go's os/env_test.go expandTests, with gitlab-runner's mapping
+ * (spec.Variables.Get): "$" is "$"; "*", "#", "@", "!", "?" and the
+ * digits are ""; any other name is a variable.  Then the cases of
+ * variables_test.go TestSpecialVariablesExpansion and a few more of a
+ * '$' that starts no name.
+ */
+static void
+test_expansion_go_table(void **state)
+{
+	struct api_variable pv[] = {
+		V("HOME", "/usr/gopher"), V("H", "(Value of H)"),
+		V("home_1", "/usr/foo"), V("_", "underscore"),
+	};
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "", "" },
+		{ "$*", "" },
+		{ "$$", "$" },
+		{ "${*}", "" },
+		{ "$1", "" },
+		{ "${1}", "" },
+		{ "now is the time", "now is the time" },
+		{ "$HOME", "/usr/gopher" },
+		{ "$home_1", "/usr/foo" },
+		{ "${HOME}", "/usr/gopher" },
+		{ "${H}OME", "(Value of H)OME" },
+		{ "A$$$#$1$H$home_1*B", "A$(Value of H)/usr/foo*B" },
+		{ "start$+middle$^end$", "start$+middle$^end$" },
+		{ "mixed$|bag$$$", "mixed$|bag$$" },
+		{ "$", "$" },
+		{ "$}", "$}" },
+		{ "${", "" },
+		{ "${}", "" },
+		/* TestSpecialVariablesExpansion */
+		{ "$/dsa", "$/dsa" },
+		{ "aa$@bb", "aabb" },
+		{ "aa${@}bb", "aabb" },
+		/* issue 16 */
+		{ "a$|b", "a$|b" },
+		{ "x$.y", "x$.y" },
+		{ "$ $: $= $% $\"$'", "$ $: $= $% $\"$'" },
+		{ "$_", "underscore" },
+		{ "${$}${-}$-$!$?", "$" },
+		{ "${HOME", "HOME" },
+		{ "${HOME/x}", "" },
+	};
+	struct api_job job = job_with(pv, sizeof(pv) / sizeof(pv[0]));
+	struct job_vars_input in = input();
+	struct job_vars v;
+	size_t i;
+
+	(void)state;
+	job_vars_build(&v, &job, &in);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *got = job_vars_expand(&v, cases[i].in);
+
+		if (strcmp(got, cases[i].out) != 0)
+			fail_msg("expand(\"%s\") = \"%s\", want \"%s\"", cases[i].in,
+			    got, cases[i].out);
+		free(got);
+	}
+	job_vars_release(&v);
+}
+
+/*
+ * variables_test.go TestFileVariablesExpansion: a reference to a file
+ * variable is its file's path under RUNNER_TEMP_PROJECT_DIR, never its
+ * content; the file variable itself keeps its content.
+ */
+static void
+test_file_variable_references(void **state)
+{
+	struct api_variable pv[] = {
+		{ .key = "a_file_var", .value = "some top secret stuff", .file = true },
+		V("ref_file_var", "${a_file_var}.txt"),
+		V("regular_var", "bla bla bla"),
+		V("ref_regular_var", "$regular_var"),
+		{ .key = "SECRET_REF", .value = "$a_file_var", .masked = true },
+	};
+	struct api_job job = job_with(pv, sizeof(pv) / sizeof(pv[0]));
+	struct job_vars_input in = input();
+	struct strv masked = { 0 };
+	struct job_vars v;
+	char *s;
+	size_t i;
+
+	(void)state;
+	job_vars_build(&v, &job, &in);
+	i = index_of(&v, "a_file_var", 0);
+	assert_true(v.v[i].file);
+	assert_string_equal(v.v[i].value, "some top secret stuff");
+	assert_string_equal(job_vars_get(&v, "ref_file_var"),
+	    "/b/t3_AbCdEf/0/g/p.tmp/a_file_var.txt");
+	assert_string_equal(job_vars_get(&v, "ref_regular_var"), "bla bla bla");
+	s = job_vars_expand(&v, "${ref_file_var}.blammo");
+	assert_string_equal(s, "/b/t3_AbCdEf/0/g/p.tmp/a_file_var.txt.blammo");
+	free(s);
+	s = job_vars_expand(&v, "${a_file_var}.blammo");
+	assert_string_equal(s, "/b/t3_AbCdEf/0/g/p.tmp/a_file_var.blammo");
+	free(s);
+	/* The secret is never copied into a plain variable, masked or not. */
+	job_vars_masked(&v, &masked);
+	for (i = 0; i < masked.n; i++)
+		assert_null(strstr(masked.v[i], "top secret"));
+	strv_release(&masked);
+	for (i = 0; i < v.n; i++)
+		if (!v.v[i].file)
+			assert_null(strstr(v.v[i].value, "top secret"));
+	job_vars_release(&v);
+
+	/* Without a temp dir yet (job_prepare's first pass): path.Join("", key). */
+	in.tmp_dir = "";
+	job_vars_build(&v, &job, &in);
+	assert_string_equal(job_vars_get(&v, "ref_file_var"), "a_file_var.txt");
 	job_vars_release(&v);
 }
 
@@ -756,7 +958,10 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_order),
 		cmocka_unit_test(test_feature_flags),
+		cmocka_unit_test(test_feature_flag_precedence),
 		cmocka_unit_test(test_expansion),
+		cmocka_unit_test(test_expansion_go_table),
+		cmocka_unit_test(test_file_variable_references),
 		cmocka_unit_test(test_files_and_masks),
 		cmocka_unit_test(test_settings_defaults),
 		cmocka_unit_test(test_settings_values),

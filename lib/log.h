@@ -42,6 +42,13 @@ void	log_set_fd(int fd);
 void	log_set_level(enum log_level level);
 enum log_level log_get_level(void);
 void	log_set_format(enum log_format format);
+/*
+ * Called with the level of each line written at warning or above, before
+ * it is written: how the daemon counts them (gitlab_runner_errors_total)
+ * without lib/ knowing about metrics.  Lines the level filters out are not
+ * counted; a line the counter itself logs is.  NULL: none.
+ */
+void	log_set_counter(void (*counter)(enum log_level level));
 /* Names as gitlab-runner spells them ("warn" and "warning" both work). */
 int	log_level_parse(const char *name, enum log_level *level);
 int	log_format_parse(const char *name, enum log_format *format);

@@ -119,6 +119,8 @@ static const char *const ending_runtime_states[] = {
 	[JOB_ENDING_ABANDONED]		= "terminated",
 	[JOB_ENDING_DROPPED]		= "failed",
 };
+_Static_assert(sizeof(ending_runtime_states) / sizeof(ending_runtime_states[0]) ==
+    JOB_ENDING_DROPPED + 1, "a runtime state for every ending");
 
 /* An ending as a bit of job->causes. */
 #define CAUSE(e)	(1u << (e))

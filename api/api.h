@@ -48,6 +48,13 @@ struct api_creds {
 	const char	*tls_ca_file;	/* "" or NULL: <config dir>/certs/<host>.crt if present */
 	const char	*tls_cert_file;	/* "" or NULL: certs/<host>.auth.crt if present */
 	const char	*tls_key_file;	/* "" or NULL: certs/<host>.auth.key if present */
+	/*
+	 * The runner and system_id labels of gitlab_runner_api_request_*
+	 * (gitlab.c): the runner's short token also when token is "" (a
+	 * job's calls).  NULL: log_token(token) and "".
+	 */
+	const char	*short_token;
+	const char	*system_id;
 };
 
 /* Features advertised in info.features (protocol.md 4.2): only what works. */

@@ -24,6 +24,7 @@
 #include "lib/buf.h"
 #include "lib/clock.h"
 #include "lib/log.h"
+#include "lib/metrics.h"
 #include "lib/version.h"
 #include "lib/xmalloc.h"
 
@@ -67,6 +68,11 @@ struct api_call {
 	struct client_state	*client;
 	uint64_t		 patch_end;	/* PATCH: start + len */
 	bool			 delivered;	/* callback called: cancel is a no-op */
+	/* gitlab-runner's endpoint name if it measures this call, else NULL. */
+	const char		*measured;
+	char			*measure_runner;	/* runner="..." */
+	char			*measure_system;	/* system_id="..." */
+	uint64_t		 sent_at;		/* monotonic ms */
 	/* Answers known before sending (bad URL, cached discovery). */
 	bool			 early;
 	enum api_result		 early_result;
@@ -138,8 +144,20 @@ api_new(const struct api_config *cfg)
 		.backoff_max_ms = cfg->backoff_max_ms,
 	};
 
+	static const double duration_bounds[] = { 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60 };
+
 	a->loop = cfg->loop;
 	a->http = http_new(&hc);
+	metrics_describe("gitlab_runner_api_request_statuses_total", "counter",
+	    "The total number of API requests made by GitLab Runner, partitioned by runner, "
+	    "system_id, endpoint, status and method.");
+	metrics_describe_histogram("gitlab_runner_api_request_duration_seconds",
+	    "Latency histogram of API requests made by GitLab Runner, partitioned by runner, "
+	    "system_id, endpoint, status_class and method.", duration_bounds,
+	    sizeof(duration_bounds) / sizeof(duration_bounds[0]));
+	metrics_describe("gitlab_runner_api_request_retries_total", "counter",
+	    "The total number of retries made by GitLab Runner in process of completing a "
+	    "request, partitioned by path and method.");
 	a->config_dir = cfg->config_dir != NULL ? xstrdup(cfg->config_dir) : NULL;
 	uv_timer_init(a->loop, &a->early_timer);
 	a->early_timer.data = a;
@@ -355,6 +373,8 @@ call_free(struct api_call *call)
 {
 	http_req_free(call->req);
 	free(call->early_message);
+	free(call->measure_runner);
+	free(call->measure_system);
 	free(call);
 }
 
@@ -490,6 +510,90 @@ call_prepare(struct api *a, enum call_kind kind, const struct api_creds *creds,
 	return call;
 }
 
+/* ---- gitlab-runner's API metrics ---- */
+
+static void
+escaped(struct buf *b, const char *name, const char *value, bool comma)
+{
+	buf_printf(b, "%s%s=\"", comma ? "," : "", name);
+	metrics_label_escape(b, value);
+	buf_putc(b, '"');
+}
+
+/*
+ * Measure this call as gitlab-runner measures endpoint: one count and one
+ * duration per call, its retries included, by its last status.  The
+ * system_id label is the creds' or else system_id's.
+ */
+static void
+measure(struct api_call *call, const char *endpoint, const struct api_creds *creds,
+    const char *system_id)
+{
+	char short_token[LOG_TOKEN_SIZE];
+	struct buf b;
+
+	if (call->req == NULL)
+		return;	/* never sent: a client error, which gitlab-runner does not count */
+	buf_init(&b, BUF_UNLIMITED);
+	escaped(&b, "runner", creds->short_token != NULL ? creds->short_token :
+	    log_token(creds->token, short_token), false);
+	call->measure_runner = buf_detach(&b, NULL);
+	buf_init(&b, BUF_UNLIMITED);
+	if (creds->system_id != NULL)
+		system_id = creds->system_id;
+	escaped(&b, "system_id", system_id != NULL ? system_id : "", false);
+	call->measure_system = buf_detach(&b, NULL);
+	call->measured = endpoint;
+}
+
+static const char *
+status_class(long status)
+{
+	static const char *const classes[] = { "1xx", "2xx", "3xx", "4xx", "5xx" };
+
+	return status >= 100 && status < 600 ? classes[status / 100 - 1] : "unknown";
+}
+
+/* Labels in name order, as the Go client prints them. */
+static void
+count_call(const struct api_call *call, const struct http_result *res)
+{
+	char method[16], path[256];
+	struct buf b;
+	size_t i;
+
+	if (call->req == NULL || call->early)
+		return;
+	snprintf(method, sizeof(method), "%s", http_req_method(call->req));
+	for (i = 0; method[i] != '\0'; i++)
+		if (method[i] >= 'A' && method[i] <= 'Z')
+			method[i] = (char)(method[i] - 'A' + 'a');
+	/* Every request, as gitlab-runner's retry requester counts its attempts. */
+	if (res->attempts > 0) {
+		http_endpoint_label(http_req_url(call->req), NULL, path, sizeof(path));
+		buf_init(&b, BUF_UNLIMITED);
+		buf_printf(&b, "method=\"%s\"", method);
+		escaped(&b, "path", path, true);
+		metrics_counter_add("gitlab_runner_api_request_retries_total", b.ptr,
+		    res->attempts);
+		buf_release(&b);
+	}
+	/* No answer (refused, timed out, canceled): not counted, as in gitlab-runner. */
+	if (call->measured == NULL || res->status == 0)
+		return;
+	buf_init(&b, BUF_UNLIMITED);
+	buf_printf(&b, "endpoint=\"%s\",method=\"%s\",%s,status=\"%ld\",%s",
+	    call->measured, method, call->measure_runner, res->status, call->measure_system);
+	metrics_counter_add("gitlab_runner_api_request_statuses_total", b.ptr, 1);
+	buf_reset(&b);
+	buf_printf(&b, "endpoint=\"%s\",method=\"%s\",%s,status_class=\"%s\",%s",
+	    call->measured, method, call->measure_runner, status_class(res->status),
+	    call->measure_system);
+	metrics_histogram_observe("gitlab_runner_api_request_duration_seconds", b.ptr,
+	    (double)(clock_mono_ms() - call->sent_at) / 1000);
+	buf_release(&b);
+}
+
 static void	deliver(struct api_call *, const struct http_result *);
 
 /*
@@ -512,6 +616,7 @@ on_http_done(struct http_req *req, const struct http_result *res, void *data)
 
 	(void)req;
 	remember_last_update(call);
+	count_call(call, res);
 	deliver_and_free(call, res);
 }
 
@@ -543,6 +648,7 @@ call_send(struct api_call *call)
 {
 	struct api *a = call->a;
 
+	call->sent_at = clock_mono_ms();
 	if (!call->early && http_req_start(call->req, on_http_done, call) != 0) {
 		call->early = true;
 		call->early_result = API_CLIENT_ERROR;
@@ -985,6 +1091,7 @@ api_reset_token(struct api *a, const struct api_creds *creds, api_token_cb *cb, 
 	    "runners/reset_authentication_token", data);
 
 	call->cb.token = cb;
+	measure(call, "reset_token", creds, NULL);
 	/* The body token only: this endpoint takes no token header (1.3). */
 	if (call->req != NULL) {
 		http_req_flags(call->req, HTTP_ACCEPT_JSON);
@@ -1004,6 +1111,7 @@ api_reset_token_pat(struct api *a, const struct api_creds *creds, int64_t runner
 	    runner_id);
 	call = call_prepare(a, CALL_TOKEN, creds, "POST", path, data);
 	call->cb.token = cb;
+	measure(call, "reset_token", creds, NULL);
 	/* The one request that carries a personal access token, and only it. */
 	if (call->req != NULL) {
 		http_req_flags(call->req, HTTP_ACCEPT_JSON);
@@ -1031,6 +1139,7 @@ api_discovery(struct api *a, const struct api_creds *creds, api_discovery_cb *cb
 	call = call_prepare(a, CALL_DISCOVERY, creds, "GET", "runners/router/discovery", data);
 	call->cb.discovery = cb;
 	call->client = c;
+	measure(call, "discovery", creds, NULL);
 	if (call->req != NULL) {
 		http_req_flags(call->req, HTTP_ACCEPT_JSON);
 		http_req_secret_header(call->req, "Runner-Token", creds->token);
@@ -1047,6 +1156,7 @@ api_request_job(struct api *a, const struct api_creds *creds, const struct api_i
 
 	call->cb.request = cb;
 	call->client = client_for(a, creds);
+	measure(call, "request_job", creds, system_id);
 	if (call->req != NULL) {
 		http_req_flags(call->req, HTTP_ACCEPT_JSON);
 		http_req_attempt_timeout(call->req, JOB_REQUEST_ATTEMPT_MS);
@@ -1068,6 +1178,7 @@ api_update_job(struct api *a, const struct api_job_ref *job, const struct api_in
 	snprintf(path, sizeof(path), "jobs/%" PRId64, job->id);
 	call = call_prepare(a, CALL_UPDATE, job->creds, "PUT", path, data);
 	call->cb.update = cb;
+	measure(call, "update_job", job->creds, NULL);
 	if (call->req != NULL) {
 		http_req_secret_header(call->req, "Job-Token", job->token);
 		json_body(call, json_job_update(info, job->token, u));
@@ -1104,6 +1215,7 @@ patch_prepare(struct api *a, const struct api_job_ref *job, uint64_t start, size
 		http_req_secret_header(call->req, "Job-Token", job->token);
 		http_req_header(call->req, "Content-Range", range);
 	}
+	measure(call, "patch_trace", job->creds, NULL);
 	return call;
 }
 

@@ -38,6 +38,7 @@ static int		log_tty = -1;	/* -1: not asked yet */
 static enum log_level	log_level = LOG_LEVEL_INFO;
 static enum log_format	log_format = LOG_FORMAT_RUNNER;
 static const char	*log_syslog_ident;	/* NULL: no syslog */
+static void		(*log_counter)(enum log_level);
 
 /*
  * The values to mask, each held by as many owners as gave it: a config
@@ -409,6 +410,27 @@ log_write(const char *p, size_t len)
 	}
 }
 
+void
+log_set_counter(void (*counter)(enum log_level))
+{
+	log_counter = counter;
+}
+
+/* Not again from inside the counter: a line it logs is not counted twice. */
+static void
+log_count(enum log_level level)
+{
+	static bool	 counting;
+	int		 saved = errno;
+
+	if (counting)
+		return;
+	counting = true;
+	log_counter(level);
+	counting = false;
+	errno = saved;
+}
+
 /* A line's parts, formatted by log_line() for each place it goes. */
 struct log_entry {
 	enum log_level		 level;
@@ -733,6 +755,8 @@ log_emit(enum log_level level, const struct log_field *fields, const char *suffi
 	if (level > LOG_LEVEL_PANIC)
 		level = LOG_LEVEL_PANIC;
 	e.level = level;
+	if (level >= LOG_LEVEL_WARN && log_counter != NULL)
+		log_count(level);
 
 	log_str_init(&raw, rawstack, sizeof rawstack);
 	log_str_vprintf(&raw, fmt, ap);

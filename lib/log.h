@@ -56,6 +56,13 @@ void	log_set_format(enum log_format format);
  * system service logger does.  NULL stops it.  The ident must outlive it.
  */
 void	log_set_syslog(const char *ident);
+/*
+ * Called with the level of each line written at warning or above, before
+ * it is written: how the daemon counts them (gitlab_runner_errors_total)
+ * without lib/ knowing about metrics.  Lines the level filters out are not
+ * counted; a line the counter itself logs is.  NULL: none.
+ */
+void	log_set_counter(void (*counter)(enum log_level level));
 /* Names as gitlab-runner spells them ("warn" and "warning" both work). */
 int	log_level_parse(const char *name, enum log_level *level);
 int	log_format_parse(const char *name, enum log_format *format);

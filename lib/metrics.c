@@ -28,16 +28,13 @@
 #include "lib/metrics.h"
 #include "lib/xmalloc.h"
 
-#define NBUCKETS	14	/* the bounds below, then +Inf */
+#define MAX_BOUNDS	32
 
-static const double	bucket_bound[NBUCKETS - 1] = {
+/* The default upper bounds; +Inf follows every list. */
+static const double	default_bounds[] = {
 	0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
 };
-/* As Prometheus clients print them: le values are compared as text. */
-static const char *const bucket_le[NBUCKETS] = {
-	"0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5",
-	"5", "10", "30", "60", "+Inf",
-};
+#define NDEFAULT	(sizeof default_bounds / sizeof default_bounds[0])
 
 enum kind {
 	KIND_COUNTER,
@@ -59,6 +56,8 @@ struct family {
 	enum kind	 kind;
 	bool		 invalid;	/* not a valid name: never rendered */
 	bool		 warned;	/* misuse reported once */
+	const double	*bounds;	/* histogram: default_bounds or owned */
+	size_t		 nbounds;	/* histogram: without +Inf */
 	uint64_t	 hash;
 	struct family	*hnext;
 	struct series	**series;	/* sorted by labels */
@@ -88,6 +87,8 @@ static struct {
 	struct family	**sorted;	/* every family, by name */
 	size_t		  nsorted;
 	size_t		  sorted_cap;
+	void		(*collect)(void *);
+	void		 *collect_arg;
 } reg;
 
 /* FNV-1a over name, a separator no name contains, then labels. */
@@ -220,6 +221,8 @@ family_get(const char *name, enum kind kind)
 	f = xcalloc(1, sizeof *f);
 	f->name = xstrdup(name);
 	f->kind = kind;
+	f->bounds = default_bounds;
+	f->nbounds = NDEFAULT;
 	f->hash = h;
 	table_insert(&reg.families, f, family_hash, family_next);
 	if ((f->invalid = !valid_name(name))) {
@@ -269,7 +272,7 @@ series_new(struct family *f, const char *labels, uint64_t h)
 
 	size = sizeof *s;
 	if (f->kind == KIND_HISTOGRAM)
-		size += NBUCKETS * sizeof s->buckets[0];
+		size += (f->nbounds + 1) * sizeof s->buckets[0];
 	s = xcalloc(1, size);
 	s->fam = f;
 	s->labels = xstrdup(labels);
@@ -364,6 +367,65 @@ metrics_describe(const char *name, const char *type, const char *help)
 	return 0;
 }
 
+int
+metrics_describe_histogram(const char *name, const char *help,
+    const double *bounds, size_t nbounds)
+{
+	struct family	*f;
+	double		*copy;
+	size_t		 i;
+	int		 rc;
+
+	if (nbounds == 0 || nbounds > MAX_BOUNDS)
+		return -EINVAL;
+	for (i = 0; i < nbounds; i++) {
+		if (!isfinite(bounds[i]) || (i > 0 && bounds[i] <= bounds[i - 1]))
+			return -EINVAL;
+	}
+	if ((rc = metrics_describe(name, "histogram", help)) != 0)
+		return rc;
+	f = family_get(name, KIND_HISTOGRAM);
+	/* The series already made have their buckets: the first bounds stay. */
+	if (f->kind != KIND_HISTOGRAM || f->nseries != 0 ||
+	    f->bounds != default_bounds)
+		return 0;
+	copy = xcalloc(nbounds, sizeof *copy);
+	memcpy(copy, bounds, nbounds * sizeof *copy);
+	f->bounds = copy;
+	f->nbounds = nbounds;
+	return 0;
+}
+
+void
+metrics_clear(const char *name)
+{
+	struct family	*f;
+	struct series	*s, **pp;
+	size_t		 i;
+
+	if (name == NULL || (f = family_find(name, hash_key(name, NULL))) == NULL)
+		return;
+	for (i = 0; i < f->nseries; i++) {
+		s = f->series[i];
+		pp = (struct series **)&reg.series.slot[s->hash &
+		    (reg.series.size - 1)];
+		while (*pp != s)
+			pp = &(*pp)->hnext;
+		*pp = s->hnext;
+		reg.series.n--;
+		free(s->labels);
+		free(s);
+	}
+	f->nseries = 0;
+}
+
+void
+metrics_set_collector(void (*collect)(void *), void *arg)
+{
+	reg.collect = collect;
+	reg.collect_arg = arg;
+}
+
 void
 metrics_counter_add(const char *name, const char *labels, double v)
 {
@@ -404,8 +466,8 @@ metrics_histogram_observe(const char *name, const char *labels,
 		return;
 	if ((s = series_get(KIND_HISTOGRAM, name, labels)) == NULL)
 		return;
-	for (i = 0; i < NBUCKETS - 1; i++) {
-		if (seconds <= bucket_bound[i])
+	for (i = 0; i < s->fam->nbounds; i++) {
+		if (seconds <= s->fam->bounds[i])
 			break;
 	}
 	s->buckets[i]++;
@@ -432,6 +494,8 @@ metrics_reset(void)
 			reg.families.slot[i] = f->hnext;
 			free(f->name);
 			free(f->help);
+			if (f->bounds != default_bounds)
+				free((double *)f->bounds);
 			free(f->series);
 			free(f);
 		}
@@ -483,24 +547,38 @@ put_help(struct buf *out, const char *help)
  * The shortest text that reads back as v; whole numbers without an
  * exponent (what %g would print for 100 at its shortest is "1e+02").
  */
+static void
+format_value(char *out, size_t size, double v)
+{
+	int	prec;
+
+	if (isnan(v)) {
+		snprintf(out, size, "NaN");
+		return;
+	}
+	if (isinf(v)) {
+		snprintf(out, size, "%s", v > 0 ? "+Inf" : "-Inf");
+		return;
+	}
+	if (v == floor(v) && fabs(v) < 9007199254740992.0) {	/* 2^53 */
+		snprintf(out, size, "%.0f", v == 0 ? 0.0 : v);
+		return;
+	}
+	for (prec = 1; prec < 17; prec++) {
+		snprintf(out, size, "%.*g", prec, v);
+		if (strtod(out, NULL) == v)
+			return;
+	}
+	snprintf(out, size, "%.17g", v);
+}
+
 static int
 put_value(struct buf *out, double v)
 {
 	char	tmp[40];
-	int	prec;
 
-	if (isnan(v))
-		return buf_puts(out, "NaN");
-	if (isinf(v))
-		return buf_puts(out, v > 0 ? "+Inf" : "-Inf");
-	if (v == floor(v) && fabs(v) < 9007199254740992.0)	/* 2^53 */
-		return buf_printf(out, "%.0f", v == 0 ? 0.0 : v);
-	for (prec = 1; prec < 17; prec++) {
-		snprintf(tmp, sizeof tmp, "%.*g", prec, v);
-		if (strtod(tmp, NULL) == v)
-			return buf_puts(out, tmp);
-	}
-	return buf_printf(out, "%.17g", v);
+	format_value(tmp, sizeof tmp, v);
+	return buf_puts(out, tmp);
 }
 
 static int
@@ -531,6 +609,7 @@ put_family(struct buf *out, const struct family *f)
 	const struct series	*s;
 	uint64_t		 cum;
 	size_t			 i, j;
+	char			 le[40];
 	int			 rc = 0;
 
 	if (f->help != NULL) {
@@ -547,10 +626,14 @@ put_family(struct buf *out, const struct family *f)
 			continue;
 		}
 		cum = 0;
-		for (j = 0; j < NBUCKETS; j++) {
+		for (j = 0; j <= f->nbounds; j++) {
 			cum += s->buckets[j];
+			if (j < f->nbounds)
+				format_value(le, sizeof le, f->bounds[j]);
+			else
+				snprintf(le, sizeof le, "+Inf");
 			rc |= put_sample(out, f->name, "_bucket", s->labels,
-			    bucket_le[j], (double)cum);
+			    le, (double)cum);
 		}
 		rc |= put_sample(out, f->name, "_sum", s->labels, NULL,
 		    s->value);
@@ -700,6 +783,8 @@ metrics_render(struct buf *out)
 	size_t	i;
 	int	rc = 0;
 
+	if (reg.collect != NULL)
+		reg.collect(reg.collect_arg);
 	process_update();
 	for (i = 0; i < reg.nsorted; i++) {
 		/* A name described but never updated has nothing to show. */

@@ -20,6 +20,7 @@
 #define LIB_METRICS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct buf;
@@ -30,17 +31,36 @@ struct buf;
  * -EINVAL for an unknown type or an invalid name.  Strings are copied.
  */
 int	metrics_describe(const char *name, const char *type, const char *help);
+/*
+ * A histogram with its own upper bounds (ascending, finite, at most 32;
+ * +Inf is added).  Must come before the name's first observation, which
+ * otherwise fixes the default bounds.  0, or -EINVAL.
+ */
+int	metrics_describe_histogram(const char *name, const char *help,
+	    const double *bounds, size_t nbounds);
 /* Counters only go up: a negative or NaN v is ignored. */
 void	metrics_counter_add(const char *name, const char *labels, double v);
 void	metrics_gauge_set(const char *name, const char *labels, double v);
 void	metrics_gauge_add(const char *name, const char *labels, double v);
 /*
- * One observation in seconds, in the buckets 0.005 0.01 0.025 0.05 0.1
- * 0.25 0.5 1 2.5 5 10 30 60 +Inf; rendered as name_bucket{...,le="..."},
- * name_sum and name_count.
+ * One observation in seconds, in the name's buckets (by default 0.005
+ * 0.01 0.025 0.05 0.1 0.25 0.5 1 2.5 5 10 30 60 +Inf); rendered as
+ * name_bucket{...,le="..."}, name_sum and name_count.
  */
 void	metrics_histogram_observe(const char *name, const char *labels,
 	    double seconds);
+
+/*
+ * Drop every series of name; the name keeps its kind and description.
+ * For series made afresh at each scrape (the collector below), so that
+ * one that is gone is not shown.
+ */
+void	metrics_clear(const char *name);
+/*
+ * A function metrics_render() calls first, to set the series that are a
+ * view of state rather than a count of events.  One; NULL removes it.
+ */
+void	metrics_set_collector(void (*collect)(void *arg), void *arg);
 
 /*
  * Append the exposition text to out: every name in byte order with its

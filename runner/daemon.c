@@ -39,6 +39,7 @@
 #include "runner/commands.h"
 #include "runner/config.h"
 #include "runner/daemon.h"
+#include "runner/gitlab_metrics.h"
 #include "runner/info.h"
 #include "runner/job.h"
 #include "runner/metrics_server.h"
@@ -408,8 +409,10 @@ reload(struct run *r, const char *why)
 	if (config_load(&next, d->config_path, 0, &cause) != 0) {
 		log_error("config reload (%s): %s; keeping the previous config", why, cause);
 		free(cause);
+		gitlab_metrics_config_loaded(false);
 		return;
 	}
+	gitlab_metrics_config_loaded(true);
 	log_info("config reloaded (%s)", why);
 	old = d->cfg;
 	d->cfg = next;
@@ -615,6 +618,7 @@ start_metrics(struct run *r, const char *flag)
 	metrics_describe("runner_job_request_duration_seconds", "histogram",
 	    "Time from a job request to its answer, long polls included.");
 	metrics_gauge_add("runner_jobs_running", "", 0);
+	gitlab_metrics_start(&r->d);
 	if (addr == NULL || *addr == '\0')
 		return;
 	r->health.ready = is_ready;
@@ -751,6 +755,7 @@ daemon_run(const struct run_options *o, struct config *cfg)
 	if ((rc = uv_loop_close(d->loop)) != 0)
 		log_warnx("event loop closed with handles still open (%s)", uv_strerror(rc));
 	daemon_enter(d, DAEMON_STOPPED);
+	gitlab_metrics_stop();
 
 	rc = d->exit_code;
 	runner_info_release(&d->recovery_info);

@@ -36,6 +36,7 @@
 #include "lib/version.h"
 #include "lib/xmalloc.h"
 #include "runner/config.h"
+#include "runner/gitlab_metrics.h"
 #include "runner/info.h"
 #include "runner/job.h"
 #include "runner/journal.h"
@@ -101,6 +102,24 @@ static const char *const ending_names[] = {
 	[JOB_ENDING_ABANDONED]		= "abandoned",
 	[JOB_ENDING_DROPPED]		= "dropped",
 };
+
+/* gitlab-runner's BuildRuntimeState once the stages are over (gitlab_runner_jobs). */
+static const char *const ending_runtime_states[] = {
+	[JOB_ENDING_NONE]		= "success",	/* report() makes it a success */
+	[JOB_ENDING_SUCCESS]		= "success",
+	[JOB_ENDING_FAILED]		= "failed",
+	[JOB_ENDING_SYSTEM_FAILURE]	= "failed",
+	[JOB_ENDING_CANCELED]		= "canceled",
+	[JOB_ENDING_CANCELED_AT_PICKUP]	= "canceled",
+	[JOB_ENDING_TIMED_OUT]		= "timedout",
+	[JOB_ENDING_SCRIPT_TIMED_OUT]	= "timedout",
+	[JOB_ENDING_ABORTED]		= "canceled",
+	[JOB_ENDING_INTERRUPTED]	= "terminated",
+	[JOB_ENDING_ABANDONED]		= "terminated",
+	[JOB_ENDING_DROPPED]		= "failed",
+};
+_Static_assert(sizeof(ending_runtime_states) / sizeof(ending_runtime_states[0]) ==
+    JOB_ENDING_DROPPED + 1, "a runtime state for every ending");
 
 /* An ending as a bit of job->causes. */
 #define CAUSE(e)	(1u << (e))
@@ -177,12 +196,38 @@ struct job {
 	bool			 journaled;	/* the last journal write succeeded */
 	char			*prep_error;	/* the job cannot run (GIT_CLONE_PATH refused...) */
 
+	struct gitlab_metrics_job *metrics;	/* until JOB_DONE */
 	job_done_cb		*done;
 	void			*arg;
 };
 
 static void	job_enter(struct job *, enum job_state);
 static void	run_next_stage(struct job *);
+
+/*
+ * Where gitlab_runner_jobs shows the job, as gitlab-runner's shell
+ * executor would be: its executor stage is "prepare" while the stages
+ * run, "cleanup" once they are over.  stage NULL: the last one.
+ */
+static void
+metrics_at(struct job *job, const char *stage)
+{
+	switch (job->state) {
+	case JOB_ACKNOWLEDGING:
+		gitlab_metrics_job_at(job->metrics, "pending", stage, "");
+		break;
+	case JOB_RUNNING:
+	case JOB_STOPPING:
+		gitlab_metrics_job_at(job->metrics, "running", stage, "prepare");
+		break;
+	case JOB_REPORTING:
+		gitlab_metrics_job_at(job->metrics, ending_runtime_states[job->ending], stage,
+		    "cleanup");
+		break;
+	case JOB_DONE:
+		break;
+	}
+}
 
 void
 job_settings_release(struct job_settings *s)
@@ -516,6 +561,7 @@ report(struct job *job)
 		u.failure_reason = job_saw(job, CAUSE(JOB_ENDING_CANCELED_AT_PICKUP)) ?
 		    job->failure_reason : job_failure_reason(supported, job->failure_reason);
 		u.exit_code = job->exit_code;
+		gitlab_metrics_job_failed(job->metrics, job->failure_reason);
 	}
 	u.has_output = true;
 	job->journal.finished = true;
@@ -702,6 +748,7 @@ run_next_stage(struct job *job)
 		job_enter(job, JOB_RUNNING);
 	if (st->kind == STAGE_USER && !job->user_phase) {
 		job->user_phase = true;
+		gitlab_metrics_job_dispatched(job->metrics);
 		if (job->prep.settings.script_timeout_ns > 0)
 			stage_timer_start(job, TIMER_SCRIPT, job->prep.settings.script_timeout_ns);
 	} else if (st->kind != STAGE_USER && job->timer_mode == TIMER_SCRIPT)
@@ -711,6 +758,7 @@ run_next_stage(struct job *job)
 		    job->prep.settings.after_script_timeout_ns);
 
 	script_stage_name(&job->input.sj, st->which, name, sizeof(name));
+	metrics_at(job, name);
 	section(job, "start", name);
 	if ((title = stage_title(st, job_failed(job))) != NULL)
 		job_say(job, "\033[36;1m%s", title);
@@ -987,6 +1035,7 @@ job_enter(struct job *job, enum job_state to)
 	    "%s -> %s", state_names[job->state],
 	    state_names[to]);
 	job->state = to;
+	metrics_at(job, NULL);
 	switch (to) {
 	case JOB_REPORTING:
 		uv_timer_stop(&job->timeout);
@@ -1003,6 +1052,8 @@ job_enter(struct job *job, enum job_state to)
 			api_call_cancel(job->ack_call);
 		trace_log_close(job->log, false);
 		job->log = NULL;
+		gitlab_metrics_job_end(job->metrics);
+		job->metrics = NULL;
 		job->done(job, job->arg);
 		uv_close((uv_handle_t *)&job->timeout, on_timeout_closed);
 		uv_close((uv_handle_t *)&job->stage_timer, on_timeout_closed);
@@ -1111,9 +1162,13 @@ job_start(const struct job_env *env, struct api_job *payload, struct job_setting
 	job->creds.tls_ca_file = job->ca_file;
 	job->creds.tls_cert_file = job->cert_file;
 	job->creds.tls_key_file = job->key_file;
+	job->creds.short_token = job->set.short_token;
+	job->creds.system_id = job->set.system_id;
 	job->done = done;
 	job->arg = arg;
 	job->state = JOB_ACKNOWLEDGING;	/* the first state; job_enter() makes every change */
+	job->metrics = gitlab_metrics_job_new(job->set.short_token, job->set.runner_name,
+	    job->set.system_id, rc->executor, &payload->job_info);
 	uv_timer_init(env->loop, &job->timeout);
 	job->timeout.data = job;
 	uv_timer_init(env->loop, &job->stage_timer);

@@ -21,6 +21,7 @@
 #include "lib/rand.h"
 #include "lib/xmalloc.h"
 #include "runner/daemon.h"
+#include "runner/gitlab_metrics.h"
 #include "runner/info.h"
 #include "runner/job.h"
 #include "runner/vars.h"
@@ -362,6 +363,7 @@ on_requested(enum api_request_result result, const struct api_answer *answer,
 			    (double)took / 1000);
 		}
 	forget_call(p, self);
+	gitlab_metrics_request_end(p->short_token);
 	p->requests--;
 	d->requests_in_flight--;
 	switch (result) {
@@ -433,6 +435,8 @@ send_request(struct poller *p)
 
 	p->requests++;
 	d->requests_in_flight++;
+	gitlab_metrics_request_start(p->short_token, p->rc->name, d->system_id,
+	    p->rc->request_concurrency);
 	arg[0] = p;
 	for (i = 0; i < MAX_REQUESTS && p->calls[i] != NULL; i++)
 		;

@@ -121,6 +121,53 @@ test_level_filter(void **state)
 	assert_string_equal(take(), "DEBUG: now shown\n");
 }
 
+/* The counter gitlab_runner_errors_total is made from (a logrus hook there). */
+static unsigned	counted[LOG_LEVEL_PANIC + 1];
+
+static void
+count_line(enum log_level level)
+{
+	counted[level]++;
+	/* A line the counter logs is written, not counted again. */
+	log_warnx("from the counter");
+	errno = ENOMEM;
+}
+
+static void
+test_counter(void **state)
+{
+	(void)state;
+	memset(counted, 0, sizeof counted);
+	log_set_counter(count_line);
+	log_set_level(LOG_LEVEL_DEBUG);
+	log_debug("d");
+	log_info("i");
+	errno = EIO;
+	log_warnx("w");
+	assert_int_equal(errno, EIO);
+	log_error("e");
+	log_msg(LOG_LEVEL_PANIC, "p");
+	/* Filtered out: not counted, as logrus fires no hook for them. */
+	log_set_level(LOG_LEVEL_ERROR);
+	log_warnx("hidden");
+	log_set_counter(NULL);
+	log_error("not counted");
+	assert_int_equal(counted[LOG_LEVEL_DEBUG] + counted[LOG_LEVEL_INFO], 0);
+	assert_int_equal(counted[LOG_LEVEL_WARN], 1);
+	assert_int_equal(counted[LOG_LEVEL_ERROR], 1);
+	assert_int_equal(counted[LOG_LEVEL_PANIC], 1);
+	assert_string_equal(take(),
+	    "DEBUG: d\n"
+	    "i\n"
+	    "WARNING: from the counter\n"
+	    "WARNING: w\n"
+	    "WARNING: from the counter\n"
+	    "ERROR: e\n"
+	    "WARNING: from the counter\n"
+	    "PANIC: p\n"
+	    "ERROR: not counted\n");
+}
+
 static void
 test_errno_suffix(void **state)
 {
@@ -780,6 +827,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_runner_format, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_level_filter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errno_suffix, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_counter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_text_format, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_json_format, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_time_shape, setup, teardown),

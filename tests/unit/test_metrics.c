@@ -136,6 +136,67 @@ test_render_exact(void **state)
 	    "runner_requests_total{endpoint=\"jobs_request\",status=\"204\"} 3\n");
 }
 
+/* gitlab-runner's job_duration_seconds buckets: whole numbers printed whole. */
+static void
+test_histogram_own_bounds(void **state)
+{
+	static const double bounds[] = { 30, 60, 300, 0.25 };
+
+	(void)state;
+	assert_int_equal(metrics_describe_histogram("h", "H.", bounds, 4), -EINVAL);
+	assert_int_equal(metrics_describe_histogram("h", "H.", bounds, 0), -EINVAL);
+	assert_int_equal(metrics_describe_histogram("h", "H.", bounds, 3), 0);
+	/* The first bounds stay. */
+	assert_int_equal(metrics_describe_histogram("h", "Other.", bounds + 1, 2), 0);
+	metrics_histogram_observe("h", "a=\"1\"", 30);
+	metrics_histogram_observe("h", "a=\"1\"", 301);
+	assert_rendered(
+	    "# HELP h H.\n"
+	    "# TYPE h histogram\n"
+	    "h_bucket{a=\"1\",le=\"30\"} 1\n"
+	    "h_bucket{a=\"1\",le=\"60\"} 1\n"
+	    "h_bucket{a=\"1\",le=\"300\"} 1\n"
+	    "h_bucket{a=\"1\",le=\"+Inf\"} 2\n"
+	    "h_sum{a=\"1\"} 331\n"
+	    "h_count{a=\"1\"} 2\n");
+}
+
+static int	collected;
+
+static void
+collect_view(void *arg)
+{
+	collected++;
+	metrics_clear("view");
+	metrics_gauge_set("view", (const char *)arg, 1);
+}
+
+/* A collector sets the view at each scrape; a cleared series is gone. */
+static void
+test_collector_and_clear(void **state)
+{
+	(void)state;
+	collected = 0;
+	metrics_gauge_set("view", "s=\"old\"", 7);
+	metrics_gauge_set("view", "s=\"older\"", 8);
+	metrics_set_collector(collect_view, "s=\"now\"");
+	assert_rendered(
+	    "# TYPE view gauge\n"
+	    "view{s=\"now\"} 1\n");
+	assert_int_equal(collected, 1);
+	metrics_set_collector(NULL, NULL);
+	metrics_clear("view");
+	metrics_clear("no_such_name");
+	assert_rendered("");
+	assert_int_equal(collected, 1);
+	/* The name is still a gauge, and its series can come back. */
+	metrics_counter_add("view", "", 1);
+	metrics_gauge_set("view", "", 2);
+	assert_rendered(
+	    "# TYPE view gauge\n"
+	    "view 2\n");
+}
+
 static void
 test_histogram_edges(void **state)
 {
@@ -1544,6 +1605,10 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_render_exact,
+		    reset_registry, reset_registry),
+		cmocka_unit_test_setup_teardown(test_histogram_own_bounds,
+		    reset_registry, reset_registry),
+		cmocka_unit_test_setup_teardown(test_collector_and_clear,
 		    reset_registry, reset_registry),
 		cmocka_unit_test_setup_teardown(test_histogram_edges,
 		    reset_registry, reset_registry),

@@ -165,6 +165,10 @@ service_unit_text(const struct service_unit *u, char **cause)
 				buf_puts(&b, " --user");
 				put_exec_word(&b, u->user);
 			}
+			if (u->syslog_name != NULL) {
+				buf_puts(&b, " --syslog --service");
+				put_exec_word(&b, u->syslog_name);
+			}
 			if (u->init_user != NULL)
 				buf_printf(&b, "\nUser=%s", u->init_user);
 		} else if (strncmp(line, "ConditionFileIsExecutable=", 26) == 0) {
@@ -289,6 +293,7 @@ struct service_flags {
 	const char	*config;
 	const char	*user;
 	const char	*init_user;
+	bool		 syslog;
 };
 
 
@@ -372,6 +377,7 @@ cmd_install(const struct cli_command *cmd, void *opts)
 	u.binary = self;
 	u.user = f->user;
 	u.init_user = f->init_user;
+	u.syslog_name = f->syslog ? f->name : NULL;
 	/* As gitlab-runner: builds go where install was run unless -d says. */
 	if (f->working_dir != NULL)
 		u.working_dir = absolute(f->working_dir);
@@ -496,9 +502,9 @@ static const struct cli_option install_options[] = {
 	    "run the jobs as USER (the daemon runs as root)"),
 	CLI_OPT("init-user", 'i', CLI_STRING, NULL, SF(init_user), "USER",
 	    "run the daemon itself as USER (User= in the unit)"),
-	/* gitlab-runner's; systemd sends our output to the journal */
-	CLI_OPT("syslog", 0, CLI_IGNORED_BOOL, NULL, 0, NULL,
-	    "accepted for gitlab-runner's scripts: the journal has the output anyway"),
+	/* Off unless given, as gitlab-runner under systemd: the journal has the output. */
+	CLI_OPT("syslog", 0, CLI_BOOL, NULL, SF(syslog), NULL,
+	    "the service also logs to syslog, under the --service name"),
 	CLI_END,
 };
 

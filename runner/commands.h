@@ -53,6 +53,12 @@ struct service_unit {
 	const char	*config;
 	const char	*user;		/* --user: jobs run as this user */
 	const char	*init_user;	/* User=: the daemon runs as this user */
+	/*
+	 * --syslog: the daemon also logs to syslog, under this name (run
+	 * --syslog --service NAME); NULL: the journal only, gitlab-runner's
+	 * default under systemd.
+	 */
+	const char	*syslog_name;
 };
 char	*service_unit_text(const struct service_unit *u, char **cause);
 /* One word of an Exec line, quoted and escaped as systemd reads it back. */

@@ -105,6 +105,15 @@ test_other_flags(void **state)
 	assert_string_equal(line_of(got, "Type="), "Type=notify");
 	assert_null(line_of(packaged, "User="));
 	free(got);
+
+	/* install --syslog: the daemon logs to syslog too, under the unit's name. */
+	u.syslog_name = "ci-runner";
+	got = service_unit_text(&u, &cause);
+	assert_non_null(got);
+	assert_string_equal(line_of(got, "ExecStart="), "ExecStart=\"/opt/ci tools/runner\" run "
+	    "--working-directory /srv/builds --config /srv/ci/conf/config.toml "
+	    "--syslog --service ci-runner");
+	free(got);
 	free(packaged);
 }
 

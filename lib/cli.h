@@ -59,7 +59,7 @@ struct cli_option {
  * Where the parser marks each option given (by the command line or the
  * environment, not by a default), for the commands that ask cli_given().
  */
-#define CLI_MAX_OPTIONS	256
+#define CLI_MAX_OPTIONS	512
 struct cli_given {
 	uint8_t	bits[CLI_MAX_OPTIONS / 8];
 };

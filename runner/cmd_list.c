@@ -4,7 +4,9 @@
  *
  * Every entry is shown as written, also those `run` would skip; why it
  * would skip them goes to stderr as a warning, so a user who wonders why
- * a runner never picks up jobs finds out here.
+ * a runner never picks up jobs finds out here.  So does what an entry
+ * asks for that this build cannot do although it runs the entry (a
+ * remote cache).
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -28,7 +30,7 @@ list_run(const struct cli_command *cmd, void *opts)
 {
 	const struct list_opts *o = opts;
 	struct config cfg;
-	char tok[LOG_TOKEN_SIZE];
+	char tok[LOG_TOKEN_SIZE], *cache;
 	size_t i;
 
 	(void)cmd;
@@ -44,6 +46,10 @@ list_run(const struct cli_command *cmd, void *opts)
 		if (rc->problem != NULL)
 			log_warnx("%s:%d: runner \"%s\": %s; run and verify skip it",
 			    cfg.path, rc->line, rc->name, rc->problem);
+		if ((cache = config_cache_unsupported(rc)) != NULL)
+			log_warnx("%s:%d: runner \"%s\": %s", cfg.path, rc->line, rc->name,
+			    cache);
+		free(cache);
 	}
 	fflush(stdout);
 	config_release(&cfg);

@@ -26,35 +26,18 @@
 #include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/xmalloc.h"
+#include "runner/toml.h"
 #include "runner/commands.h"
 #include "runner/config.h"
 #include "runner/info.h"
+#include "runner/register_flags.h"
 #include "runner/system_id.h"
 
 struct reg_opts {
 	const char	*config;
 	bool		 non_interactive;
-	const char	*url;
-	const char	*token;
 	const char	*registration_token;
-	const char	*name;
-	const char	*executor;
-	const char	*shell;
-	const char	*builds_dir;
-	const char	*cache_dir;
-	const char	*clone_url;
-	struct strv	 env;
-	int64_t		 limit;
-	int64_t		 output_limit;
-	int64_t		 request_concurrency;
-	const char	*pre_get_sources_script;
-	const char	*post_get_sources_script;
-	const char	*pre_build_script;
-	const char	*post_build_script;
-	bool		 debug_trace_disabled;
-	const char	*tls_ca_file;
-	const char	*tls_cert_file;
-	const char	*tls_key_file;
+	const char	*template_config;
 	/* Legacy registration only: GitLab keeps these for glrt- runners. */
 	const char	*tag_list;
 	bool		 run_untagged;
@@ -64,64 +47,43 @@ struct reg_opts {
 	bool		 paused;
 	const char	*maintenance_note;
 	bool		 leave_runner;
-	const char	*custom_config_exec;
-	const char	*custom_prepare_exec;
-	const char	*custom_run_exec;
-	const char	*custom_cleanup_exec;
-	bool		 custom_build_dir_enabled;
+	/* The config.toml keys, one a row of register_flags.def. */
+	struct reg_value v[REG_N];
 	struct cli_given given;
 };
 
 #define RO(f)	offsetof(struct reg_opts, f)
 #define LEGACY	" (legacy registration only)"
 
-/* gitlab-runner's flags, with its environment variables and defaults. */
+/* How each type of row is parsed: the option type, its field, its value's name. */
+#define REG_CLI_STRING		CLI_STRING, s, "VALUE"
+#define REG_CLI_BOOL		CLI_BOOL, b, NULL
+#define REG_CLI_INT		CLI_INT, i, "N"
+#define REG_CLI_FLOAT		CLI_STRING, s, "NUMBER"
+#define REG_CLI_DURATION	CLI_STRING, s, "DURATION"
+#define REG_CLI_STRINGS		CLI_STRINGS, v, "VALUE"
+#define REG_CLI_INTS		CLI_STRINGS, v, "N"
+#define REG_CLI_MAP		CLI_STRINGS, v, "KEY:VALUE"
+#define REG_CLI_MAP_BOOL	CLI_STRINGS, v, "KEY:BOOL"
+#define REG_CLI_MAP_INT		CLI_STRINGS, v, "KEY:N"
+#define REG_OPT_(flag, sh, env, id, help, cli, field, arg) \
+	CLI_OPT(flag, sh, cli, env, RO(v[REG_##id].field), arg, help),
+#define REG_OPT(...)		REG_OPT_(__VA_ARGS__)
+
+/*
+ * gitlab-runner's flags, with its environment variables and defaults:
+ * register's own, then one per row of register_flags.def.
+ */
 static const struct cli_option register_options[] = {
 	CMD_OPT_CONFIG(struct reg_opts, config),
 	CLI_OPT("non-interactive", 'n', CLI_BOOL, "REGISTER_NON_INTERACTIVE",
 	    RO(non_interactive), NULL, "ask nothing, also on a terminal"),
-	CLI_OPT("url", 'u', CLI_STRING, "CI_SERVER_URL", RO(url), "URL",
-	    "the GitLab instance URL"),
-	CLI_OPT("token", 't', CLI_STRING, "CI_SERVER_TOKEN", RO(token), "TOKEN",
-	    "the runner's authentication token (glrt-...)"),
 	CLI_OPT("registration-token", 'r', CLI_STRING, "REGISTRATION_TOKEN",
 	    RO(registration_token), "TOKEN", "a legacy registration token"),
-	CLI_OPT("name", 0, CLI_STRING, "RUNNER_NAME", RO(name), "NAME",
-	    "the runner's name (default: the host name)"),
-	CLI_OPT("description", 0, CLI_STRING, NULL, RO(name), "NAME", "the same as --name"),
-	CLI_OPT("executor", 0, CLI_STRING, "RUNNER_EXECUTOR", RO(executor), "EXECUTOR",
-	    "how jobs run: shell"),
-	CLI_OPT("shell", 0, CLI_STRING, "RUNNER_SHELL", RO(shell), "SHELL", "bash or sh"),
-	CLI_OPT("builds-dir", 0, CLI_STRING, "RUNNER_BUILDS_DIR", RO(builds_dir), "DIR",
-	    "where builds go"),
-	CLI_OPT("cache-dir", 0, CLI_STRING, "RUNNER_CACHE_DIR", RO(cache_dir), "DIR",
-	    "where caches go"),
-	CLI_OPT("clone-url", 0, CLI_STRING, "CLONE_URL", RO(clone_url), "URL",
-	    "clone from this URL instead of GitLab's"),
-	CLI_OPT("env", 0, CLI_STRINGS, NULL, RO(env), "NAME=VALUE",
-	    "a variable for every job (repeat for more)"),
-	CLI_OPT("limit", 0, CLI_INT, "RUNNER_LIMIT", RO(limit), "N",
-	    "at most N jobs at once (0: no limit)"),
-	CLI_OPT("output-limit", 0, CLI_INT, "RUNNER_OUTPUT_LIMIT", RO(output_limit), "KB",
-	    "the most job log to send"),
-	CLI_OPT("request-concurrency", 0, CLI_INT, "RUNNER_REQUEST_CONCURRENCY",
-	    RO(request_concurrency), "N", "job requests in flight at once"),
-	CLI_OPT("pre-get-sources-script", 0, CLI_STRING, "RUNNER_PRE_GET_SOURCES_SCRIPT",
-	    RO(pre_get_sources_script), "SCRIPT", "run before the sources are fetched"),
-	CLI_OPT("post-get-sources-script", 0, CLI_STRING, "RUNNER_POST_GET_SOURCES_SCRIPT",
-	    RO(post_get_sources_script), "SCRIPT", "run after the sources are fetched"),
-	CLI_OPT("pre-build-script", 0, CLI_STRING, "RUNNER_PRE_BUILD_SCRIPT",
-	    RO(pre_build_script), "SCRIPT", "run before the job's script"),
-	CLI_OPT("post-build-script", 0, CLI_STRING, "RUNNER_POST_BUILD_SCRIPT",
-	    RO(post_build_script), "SCRIPT", "run after the job's script"),
-	CLI_OPT("debug-trace-disabled", 0, CLI_BOOL, "RUNNER_DEBUG_TRACE_DISABLED",
-	    RO(debug_trace_disabled), NULL, "refuse CI_DEBUG_TRACE"),
-	CLI_OPT("tls-ca-file", 0, CLI_STRING, "CI_SERVER_TLS_CA_FILE", RO(tls_ca_file),
-	    "FILE", "the CA certificates GitLab's certificate is checked against"),
-	CLI_OPT("tls-cert-file", 0, CLI_STRING, "CI_SERVER_TLS_CERT_FILE", RO(tls_cert_file),
-	    "FILE", "a client certificate for GitLab"),
-	CLI_OPT("tls-key-file", 0, CLI_STRING, "CI_SERVER_TLS_KEY_FILE", RO(tls_key_file),
-	    "FILE", "its private key"),
+	CLI_OPT("name", 0, CLI_STRING, NULL, RO(v[REG_DESCRIPTION].s), "NAME",
+	    "the same as --description (default: the host name)"),
+	CLI_OPT("template-config", 0, CLI_STRING, "TEMPLATE_CONFIG_FILE", RO(template_config),
+	    "FILE", "a config.toml with one [[runners]] entry: what the flags do not give"),
 	CLI_OPT("tag-list", 0, CLI_STRING, "RUNNER_TAG_LIST", RO(tag_list), "TAGS",
 	    "comma-separated tags" LEGACY),
 	CLI_OPT("run-untagged", 0, CLI_BOOL, "REGISTER_RUN_UNTAGGED", RO(run_untagged), NULL,
@@ -138,28 +100,24 @@ static const struct cli_option register_options[] = {
 	    RO(maintenance_note), "TEXT", "a note for the admins" LEGACY),
 	CLI_OPT("leave-runner", 0, CLI_BOOL, "REGISTER_LEAVE_RUNNER", RO(leave_runner), NULL,
 	    "keep a legacy runner in GitLab when registering fails afterwards"),
-	CLI_OPT("custom-config-exec", 0, CLI_STRING, "CUSTOM_CONFIG_EXEC",
-	    RO(custom_config_exec), "PATH", "custom executor: config stage"),
-	CLI_OPT("custom-prepare-exec", 0, CLI_STRING, "CUSTOM_PREPARE_EXEC",
-	    RO(custom_prepare_exec), "PATH", "custom executor: prepare stage"),
-	CLI_OPT("custom-run-exec", 0, CLI_STRING, "CUSTOM_RUN_EXEC", RO(custom_run_exec),
-	    "PATH", "custom executor: run stage"),
-	CLI_OPT("custom-cleanup-exec", 0, CLI_STRING, "CUSTOM_CLEANUP_EXEC",
-	    RO(custom_cleanup_exec), "PATH", "custom executor: cleanup stage"),
-	CLI_OPT("custom_build_dir-enabled", 0, CLI_BOOL, "CUSTOM_BUILD_DIR_ENABLED",
-	    RO(custom_build_dir_enabled), NULL, "let jobs choose their build directory"),
+#define REG_FLAG(id, flag, sh, env, path, type, zero, help) \
+	REG_OPT(flag, sh, env, id, help, REG_CLI_##type)
+#define REG_KEY(id, path, type)
+#include "runner/register_flags.def"
 	CLI_END,
 };
 
-/* Ask on the terminal for a value the flags did not give. */
+/*
+ * Ask on the terminal, as gitlab-runner's askOnce: the question, then the
+ * answer up to the end of the line, trimmed.  The answer is kept in
+ * answers; NULL at the end of input.
+ */
 static const char *
-ask(const char *question, const char *current, char **owned)
+ask_line(struct strv *answers, const char *question)
 {
 	char line[4096];
 	size_t n;
 
-	if (current != NULL && *current != '\0')
-		return current;
 	printf("%s\n", question);
 	fflush(stdout);
 	if (fgets(line, sizeof(line), stdin) == NULL)
@@ -167,9 +125,17 @@ ask(const char *question, const char *current, char **owned)
 	n = strlen(line);
 	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' '))
 		line[--n] = '\0';
-	free(*owned);
-	*owned = xstrdup(line);
-	return *owned;
+	strv_push(answers, line);
+	return answers->v[answers->n - 1];
+}
+
+/* Ask for a value the flags did not give (only then). */
+static const char *
+ask(struct strv *answers, const char *question, const char *current)
+{
+	if (current != NULL && *current != '\0')
+		return current;
+	return ask_line(answers, question);
 }
 
 struct reg_state {
@@ -216,8 +182,8 @@ unregister_created(struct api_session *s, const char *url, const struct reg_opts
     const char *token)
 {
 	struct api_creds creds = {
-		.url = url, .token = token, .tls_ca_file = o->tls_ca_file,
-		.tls_cert_file = o->tls_cert_file, .tls_key_file = o->tls_key_file,
+		.url = url, .token = token, .tls_ca_file = o->v[REG_TLS_CA_FILE].s,
+		.tls_cert_file = o->v[REG_TLS_CERT_FILE].s, .tls_key_file = o->v[REG_TLS_KEY_FILE].s,
 	};
 
 	if (o->leave_runner) {
@@ -241,79 +207,6 @@ new_section(struct toml_value *parent, const char *key)
 	struct toml_value *t = toml_new_table(TOML_TABLE_HEADER);
 
 	toml_table_set(parent, key, strlen(key), t);
-	return t;
-}
-
-/* The [[runners]] entry, laid out as gitlab-runner writes it (protocol.md 2.7). */
-static struct toml_value *
-build_entry(const struct cli_command *cmd, const struct reg_opts *o, const char *name,
-    const char *url,
-    const char *token, const struct api_runner_token *got)
-{
-	struct toml_value *t = toml_new_table(TOML_TABLE_HEADER), *cache, *s3, *arr;
-	size_t i;
-
-	set_string(t, "name", name);
-	set_string(t, "url", url);
-	toml_table_set(t, "id", 2, toml_new_integer(got->id));
-	set_string(t, "token", token);
-	config_set_time(t, "token_obtained_at", clock_wall(), true);
-	config_set_time(t, "token_expires_at", got->expires_at, got->expires);
-	if (o->tls_ca_file != NULL && *o->tls_ca_file)
-		set_string(t, "tls-ca-file", o->tls_ca_file);
-	if (o->tls_cert_file != NULL && *o->tls_cert_file)
-		set_string(t, "tls-cert-file", o->tls_cert_file);
-	if (o->tls_key_file != NULL && *o->tls_key_file)
-		set_string(t, "tls-key-file", o->tls_key_file);
-	set_string(t, "executor", o->executor);
-	if (o->shell != NULL && *o->shell)
-		set_string(t, "shell", o->shell);
-	if (o->builds_dir != NULL && *o->builds_dir)
-		set_string(t, "builds_dir", o->builds_dir);
-	if (o->cache_dir != NULL && *o->cache_dir)
-		set_string(t, "cache_dir", o->cache_dir);
-	if (o->clone_url != NULL && *o->clone_url)
-		set_string(t, "clone_url", o->clone_url);
-	if (o->env.n > 0) {
-		arr = toml_new_array();
-		for (i = 0; i < o->env.n; i++)
-			toml_array_push(arr, toml_new_string(o->env.v[i], strlen(o->env.v[i])));
-		toml_table_set(t, "environment", 11, arr);
-	}
-	if (o->limit != 0)
-		toml_table_set(t, "limit", 5, toml_new_integer(o->limit));
-	if (o->output_limit != 0)
-		toml_table_set(t, "output_limit", 12, toml_new_integer(o->output_limit));
-	if (o->request_concurrency != 0)
-		toml_table_set(t, "request_concurrency", 19,
-		    toml_new_integer(o->request_concurrency));
-	if (o->pre_get_sources_script != NULL && *o->pre_get_sources_script)
-		set_string(t, "pre_get_sources_script", o->pre_get_sources_script);
-	if (o->post_get_sources_script != NULL && *o->post_get_sources_script)
-		set_string(t, "post_get_sources_script", o->post_get_sources_script);
-	if (o->pre_build_script != NULL && *o->pre_build_script)
-		set_string(t, "pre_build_script", o->pre_build_script);
-	if (o->post_build_script != NULL && *o->post_build_script)
-		set_string(t, "post_build_script", o->post_build_script);
-	if (o->debug_trace_disabled)
-		toml_table_set(t, "debug_trace_disabled", 20, toml_new_bool(true));
-	if (cli_given(cmd, o, "custom_build_dir-enabled"))
-		toml_table_set(new_section(t, "custom_build_dir"), "enabled", 7,
-		    toml_new_bool(o->custom_build_dir_enabled));
-	cache = new_section(t, "cache");
-	toml_table_set(cache, "MaxUploadedArchiveSize", 22, toml_new_integer(0));
-	s3 = new_section(cache, "s3");
-	toml_table_set(s3, "AssumeRoleMaxConcurrency", 24, toml_new_integer(0));
-	new_section(cache, "gcs");
-	new_section(cache, "azure");
-	if (strcmp(o->executor, "custom") == 0) {
-		struct toml_value *c = new_section(t, "custom");
-
-		set_string(c, "config_exec", o->custom_config_exec ? o->custom_config_exec : "");
-		set_string(c, "prepare_exec", o->custom_prepare_exec ? o->custom_prepare_exec : "");
-		set_string(c, "run_exec", o->custom_run_exec ? o->custom_run_exec : "");
-		set_string(c, "cleanup_exec", o->custom_cleanup_exec ? o->custom_cleanup_exec : "");
-	}
 	return t;
 }
 
@@ -351,6 +244,174 @@ legacy_only_flag(const struct cli_command *cmd, const struct reg_opts *o)
 	return NULL;
 }
 
+/*
+ * --template-config: a config.toml read as any (configTemplate.MergeTo);
+ * its one [[runners]] entry, or NULL with *cause set.
+ */
+static const struct toml_value *
+load_template(const char *file, struct config *tcfg, char **cause)
+{
+	const struct toml_value *runners;
+	char *why = NULL;
+
+	if (config_load(tcfg, file, CONFIG_QUIET, &why) != 0) {
+		*cause = xasprintf("couldn't load configuration template file: %s", why);
+		free(why);
+		return NULL;
+	}
+	runners = toml_get(tcfg->doc, "runners");
+	if (runners == NULL || runners->type != TOML_ARRAY || runners->u.array.len != 1 ||
+	    runners->u.array.items[0]->type != TOML_TABLE) {
+		*cause = xasprintf("%s: configuration template must contain exactly one "
+		    "[[runners]] entry", file);
+		return NULL;
+	}
+	return runners->u.array.items[0];
+}
+
+/*
+ * The executor, asked for until it is one of gitlab-runner's names
+ * (askExecutor).  Without a terminal a wrong or missing one is an error.
+ */
+static const char *
+choose_executor(struct reg_opts *o, bool interactive, struct strv *answers)
+{
+	const char *e = o->v[REG_EXECUTOR].s;
+	char question[256];
+
+	snprintf(question, sizeof(question), "Enter an executor: %s:", reg_executor_names);
+	for (;;) {
+		if (e != NULL && *e != '\0' && reg_executor_known(e))
+			return e;
+		if (!interactive) {
+			if (e == NULL || *e == '\0')
+				log_error("register: the executor is needed: give --executor "
+				    "shell (or run on a terminal to be asked)");
+			else
+				log_error("register: Invalid executor specified: \"%s\" (one of: "
+				    "%s)", e, reg_executor_names);
+			return NULL;
+		}
+		if (e != NULL && *e != '\0')
+			log_error("Invalid executor specified");
+		if ((e = ask_line(answers, question)) == NULL)
+			return NULL;
+	}
+}
+
+/* One value an executor needs (gitlab-runner's ask with a prompt). */
+static bool
+need(struct reg_opts *o, enum reg_id id, bool interactive, struct strv *answers,
+    const char *question, bool optional)
+{
+	struct reg_value *v = &o->v[id];
+	const char *a;
+
+	if (v->s != NULL && *v->s != '\0')
+		return true;
+	if (!interactive) {
+		if (optional)
+			return true;
+		log_error("register: --%s is needed for the %s executor", reg_rows[id].flag,
+		    o->v[REG_EXECUTOR].s);
+		return false;
+	}
+	do {
+		if ((a = ask_line(answers, question)) == NULL)
+			return false;
+	} while (*a == '\0' && !optional);
+	if (*a != '\0') {
+		v->s = a;
+		v->given = true;
+	}
+	return true;
+}
+
+/* Has --docker-volumes a volume ending in dir (askDocker, askDockerWindows)? */
+static bool
+has_volume(const struct reg_value *v, const char *dir, bool windows)
+{
+	const char *p;
+	size_t i;
+
+	for (i = 0; i < v->v.n; i++) {
+		p = strrchr(v->v.v[i], ':');
+		if (windows ? strstr(v->v.v[i], dir) != NULL :
+		    strcmp(p != NULL ? p + 1 : v->v.v[i], dir) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* What each executor asks for, in gitlab-runner's order (askExecutorOptions). */
+static bool
+executor_options(struct reg_opts *o, bool interactive, struct strv *answers)
+{
+	const char *e = o->v[REG_EXECUTOR].s;
+	bool windows = strcmp(e, "docker-windows") == 0;
+	struct reg_value *vol = &o->v[REG_DOCKER_VOLUMES];
+
+	if (windows && (o->v[REG_SHELL].s == NULL || *o->v[REG_SHELL].s == '\0')) {
+		o->v[REG_SHELL].s = "pwsh";
+		o->v[REG_SHELL].given = true;
+	}
+	if (strncmp(e, "docker", 6) == 0) {
+		if (!need(o, REG_DOCKER_IMAGE, interactive, answers, windows ?
+		    "Enter the default Docker image (for example, "
+		    "mcr.microsoft.com/windows/servercore:1809):" :
+		    "Enter the default Docker image (for example, ruby:3.3):", false))
+			return false;
+		if (windows ? !has_volume(vol, "c:\\cache", true) :
+		    !has_volume(vol, "/cache", false) && !o->v[REG_DOCKER_DISABLE_CACHE].b) {
+			strv_push(&vol->v, windows ? "c:\\cache" : "/cache");
+			vol->given = true;
+		}
+		return true;
+	}
+	if (strcmp(e, "parallels") == 0 && !need(o, REG_PARALLELS_BASE_NAME, interactive,
+	    answers, "Enter the Parallels VM (for example, my-vm):", false))
+		return false;
+	if (strcmp(e, "virtualbox") == 0 && !need(o, REG_VIRTUALBOX_BASE_NAME, interactive,
+	    answers, "Enter the VirtualBox VM (for example, my-vm):", false))
+		return false;
+	if ((strcmp(e, "ssh") == 0 || strcmp(e, "parallels") == 0) &&
+	    (!need(o, REG_SSH_HOST, interactive, answers,
+	    "Enter the SSH server address (for example, my.server.com):", false) ||
+	    !need(o, REG_SSH_PORT, interactive, answers,
+	    "Enter the SSH server port (for example, 22):", true)))
+		return false;
+	if ((strcmp(e, "ssh") == 0 || strcmp(e, "virtualbox") == 0) &&
+	    (!need(o, REG_SSH_USER, interactive, answers,
+	    "Enter the SSH user (for example, root):", false) ||
+	    !need(o, REG_SSH_PASSWORD, interactive, answers,
+	    "Enter the SSH password (for example, docker.io):", true) ||
+	    !need(o, REG_SSH_IDENTITY_FILE, interactive, answers,
+	    "Enter the path to the SSH identity file (for example, /home/user/.ssh/id_rsa):",
+	    true)))
+		return false;
+	return true;
+}
+
+/* Mark the rows given on the command line or in the environment. */
+static void
+mark_given(const struct cli_command *cmd, struct reg_opts *o)
+{
+	size_t i;
+
+	for (i = 0; i < REG_N; i++)
+		if (reg_rows[i].flag != NULL)
+			o->v[i].given = cli_given(cmd, o, reg_rows[i].flag);
+	if (cli_given(cmd, o, "name"))
+		o->v[REG_DESCRIPTION].given = true;
+}
+
+static void
+set_value(struct reg_opts *o, enum reg_id id, const char *s)
+{
+	o->v[id].s = s;
+	o->v[id].given = true;
+}
+
 static int
 register_run(const struct cli_command *cmd, void *opts)
 {
@@ -362,40 +423,61 @@ register_run(const struct cli_command *cmd, void *opts)
 	struct api_creds creds = { 0 };
 	struct api_register_params params;
 	struct toml_value *runners, *entry;
+	struct config tcfg;
+	const struct toml_value *tmpl = NULL;
+	struct strv answers = { 0 };
 	char *path = NULL, *cause = NULL, *dir = NULL, *system_id = NULL;
-	char *ask_url = NULL, *ask_token = NULL, *ask_name = NULL, *ask_exec = NULL;
 	char hostname[256] = "";
 	const char *url, *token, *name, *executor, *bad;
 	bool legacy, interactive, created = false;
 	size_t i;
-	int rc;
+	int rc = 1;
 
 	memset(&st, 0, sizeof(st));
+	memset(&tcfg, 0, sizeof(tcfg));
+	mark_given(cmd, o);
 	path = cmd_config_path(o->config);
 	if (config_load(&cfg, path, CONFIG_ALLOW_MISSING, &cause) != 0) {
 		log_error("%s", cause);
-		rc = 1;
 		goto out_nocfg;
+	}
+	if (o->access_level != NULL && *o->access_level != '\0' &&
+	    strcmp(o->access_level, "not_protected") != 0 &&
+	    strcmp(o->access_level, "ref_protected") != 0) {
+		log_error("register: --access-level \"%s\" is not valid: not_protected or "
+		    "ref_protected", o->access_level);
+		goto out;
+	}
+	if (reg_values_check(o->v, &cause) != 0) {
+		rc = cli_usage_error(cmd, "register: %s", cause);
+		goto out;
+	}
+	if (o->template_config != NULL && *o->template_config != '\0') {
+		log_info("Merging configuration from template file \"%s\"", o->template_config);
+		if ((tmpl = load_template(o->template_config, &tcfg, &cause)) == NULL) {
+			log_error("register: %s", cause);
+			goto out;
+		}
 	}
 
 	interactive = !o->non_interactive && isatty(STDIN_FILENO);
-	token = o->token != NULL && *o->token ? o->token : o->registration_token;
+	token = o->v[REG_TOKEN].s != NULL && *o->v[REG_TOKEN].s ? o->v[REG_TOKEN].s :
+	    o->registration_token;
 	if (interactive) {
-		url = ask("Enter the GitLab instance URL (for example, https://gitlab.com/):",
-		    o->url, &ask_url);
-		token = ask("Enter the registration token:", token, &ask_token);
+		url = ask(&answers, "Enter the GitLab instance URL (for example, "
+		    "https://gitlab.com/):", o->v[REG_URL].s);
+		token = ask(&answers, "Enter the registration token:", token);
 	} else
-		url = o->url;
+		url = o->v[REG_URL].s;
 	if (url == NULL || *url == '\0' || token == NULL || *token == '\0') {
 		log_error("register: %s is needed: give it as a flag%s",
 		    url == NULL || *url == '\0' ? "the GitLab URL (--url)" :
 		    "a token (--token glrt-... or --registration-token)",
 		    interactive ? "" : " (or run on a terminal to be asked)");
-		rc = 1;
 		goto out;
 	}
 	log_secret_add(token);
-	legacy = !is_auth_token(token) && (o->token == NULL || *o->token == '\0');
+	legacy = !is_auth_token(token) && (o->v[REG_TOKEN].s == NULL || *o->v[REG_TOKEN].s == '\0');
 
 	if (is_auth_token(token) && (bad = legacy_only_flag(cmd, o)) != NULL) {
 		if (o->registration_token != NULL && strcmp(token, o->registration_token) == 0)
@@ -406,49 +488,45 @@ register_run(const struct cli_command *cmd, void *opts)
 			log_error("register: --%s cannot be used with an authentication token "
 			    "(glrt-...): GitLab keeps that setting; set it on the runner in "
 			    "GitLab and try again without it", bad);
-			rc = 1;
 			goto out;
 		}
 	}
 	if (gethostname(hostname, sizeof(hostname) - 1) != 0)
 		snprintf(hostname, sizeof(hostname), "runner");
-	name = o->name;
-	executor = o->executor;
-	if (interactive) {
-		name = ask(legacy ? "Enter a description for the runner:" :
-		    "Enter a name for the runner. This is stored only in the local config.toml file:",
-		    name, &ask_name);
-		if (name != NULL && *name == '\0')
-			name = hostname;
-		executor = ask("Enter an executor: shell", executor, &ask_exec);
+	name = o->v[REG_DESCRIPTION].s;
+	/* Without a terminal, all is known now: refuse before GitLab hears of it. */
+	if (!interactive && (choose_executor(o, false, &answers) == NULL ||
+	    !executor_options(o, false, &answers)))
+		goto out;
+	if (legacy && interactive) {
+		/* gitlab-runner's order: description, tags, maintenance note. */
+		name = ask(&answers, "Enter a description for the runner:", name);
+		o->tag_list = ask(&answers, "Enter tags for the runner (comma-separated):",
+		    o->tag_list);
+		o->maintenance_note = ask(&answers, "Enter optional maintenance note for the "
+		    "runner:", o->maintenance_note);
+		if (name == NULL || o->tag_list == NULL || o->maintenance_note == NULL)
+			goto out;
 	}
 	if (name == NULL || *name == '\0')
 		name = hostname;
-	if (executor == NULL || *executor == '\0') {
-		log_error("register: the executor is needed: give --executor shell%s",
-		    interactive ? "" : " (or run on a terminal to be asked)");
-		rc = 1;
-		goto out;
-	}
-	o->executor = executor;
-	if (!config_executor_supported(executor))
-		log_warnx("executor \"%s\" is not supported by this build (supported: shell): "
-		    "the runner is registered, but `run` will skip it", executor);
-	if (o->shell != NULL && *o->shell && !config_shell_supported(o->shell))
+	executor = o->v[REG_EXECUTOR].s;
+	if (o->v[REG_SHELL].s != NULL && *o->v[REG_SHELL].s &&
+	    !config_shell_supported(o->v[REG_SHELL].s))
 		log_warnx("shell \"%s\" is not supported by this build (supported: bash, sh)",
-		    o->shell);
+		    o->v[REG_SHELL].s);
 
 	dir = config_dir(&cfg);
 	cmd_session_open(&s, &cfg);
 	st.session = &s;
 	creds.url = url;
 	creds.token = token;
-	creds.tls_ca_file = o->tls_ca_file;
-	creds.tls_cert_file = o->tls_cert_file;
-	creds.tls_key_file = o->tls_key_file;
+	creds.tls_ca_file = o->v[REG_TLS_CA_FILE].s;
+	creds.tls_cert_file = o->v[REG_TLS_CERT_FILE].s;
+	creds.tls_key_file = o->v[REG_TLS_KEY_FILE].s;
 	runner_info_init(&ri, &cfg, NULL, false);
 	ri.info.executor = executor;
-	ri.info.shell = o->shell;
+	ri.info.shell = o->v[REG_SHELL].s;
 
 	if (legacy) {
 		log_warnx("registration tokens are deprecated by GitLab: create the runner in "
@@ -495,8 +573,23 @@ register_run(const struct cli_command *cmd, void *opts)
 		    " (the token is wrong, expired or revoked: create the runner again in GitLab)") :
 		    st.result == API_GONE ? " (this GitLab no longer accepts registration "
 		    "tokens: create the runner in GitLab and use --token glrt-...)" : "");
-		rc = 1;
 		goto out_session;
+	}
+	if (!s.interrupted && interactive) {
+		/* After GitLab said yes, as gitlab-runner asks: the name, the executor. */
+		if (!legacy) {
+			name = ask(&answers, "Enter a name for the runner. This is stored only "
+			    "in the local config.toml file:", o->v[REG_DESCRIPTION].s);
+			if (name != NULL && *name == '\0')
+				name = hostname;
+		}
+		if (name == NULL || (executor = choose_executor(o, true, &answers)) == NULL ||
+		    (set_value(o, REG_EXECUTOR, executor), !executor_options(o, true, &answers))) {
+			log_error("register: no answer; nothing was written");
+			if (created)
+				unregister_created(&s, url, o, st.token.token);
+			goto out_session;
+		}
 	}
 	if (s.interrupted) {
 		log_error("register: interrupted; nothing was written");
@@ -505,6 +598,9 @@ register_run(const struct cli_command *cmd, void *opts)
 		rc = 130;
 		goto out_session;
 	}
+	if (!config_executor_supported(executor))
+		log_warnx("executor \"%s\" is not supported by this build (supported: shell): "
+		    "the runner is registered, but `run` will skip it", executor);
 
 	/* Write: keep the file as it was, add one entry. */
 	for (i = 0; i < cfg.n_runners; i++)
@@ -518,22 +614,31 @@ register_run(const struct cli_command *cmd, void *opts)
 		runners->u.array.of_tables = true;
 		toml_table_set(cfg.doc, "runners", 7, runners);
 	}
-	entry = build_entry(cmd, o, name, url, legacy ? st.token.token : token, &st.token);
+	set_value(o, REG_DESCRIPTION, name);
+	set_value(o, REG_URL, url);
+	set_value(o, REG_TOKEN, legacy ? st.token.token : token);
+	o->v[REG_K_ID].i = st.token.id;
+	o->v[REG_K_ID].given = true;
+	o->v[REG_K_TOKEN_OBTAINED_AT].i = clock_wall();
+	o->v[REG_K_TOKEN_OBTAINED_AT].given = true;
+	o->v[REG_K_TOKEN_EXPIRES_AT].i = st.token.expires_at;
+	o->v[REG_K_TOKEN_EXPIRES_AT].given = st.token.expires;
+	entry = reg_entry_build(o->v, executor, tmpl);
 	toml_array_push(runners, entry);
 	if (config_save(&cfg, &cause) != 0) {
 		log_error("register: %s; the file was left as it was", cause);
 		if (created)
 			unregister_created(&s, url, o, st.token.token);
-		rc = 1;
 		goto out_session;
 	}
-	if (cfg.exists && cfg.concurrent < o->limit)
+	if (cfg.exists && cfg.concurrent < o->v[REG_LIMIT].i)
 		log_warnx("the runner's limit (%" PRId64 ") is larger than the global "
-		    "concurrent (%" PRId64 "), which takes precedence", o->limit, cfg.concurrent);
-	if (cfg.exists && cfg.concurrent < o->request_concurrency)
+		    "concurrent (%" PRId64 "), which takes precedence", o->v[REG_LIMIT].i,
+		    cfg.concurrent);
+	if (cfg.exists && cfg.concurrent < o->v[REG_REQUEST_CONCURRENCY].i)
 		log_warnx("the runner's request_concurrency (%" PRId64 ") is larger than the "
 		    "global concurrent (%" PRId64 "), which takes precedence",
-		    o->request_concurrency, cfg.concurrent);
+		    o->v[REG_REQUEST_CONCURRENCY].i, cfg.concurrent);
 	log_info("Runner registered successfully. Feel free to start it, but if it's "
 	    "running already the config should be automatically reloaded!");
 	log_info("Configuration (with the authentication token) was saved in \"%s\"", path);
@@ -543,16 +648,14 @@ out_session:
 	runner_info_release(&ri);
 	api_session_close(&s);
 out:
+	config_release(&tcfg);
 	config_release(&cfg);
 out_nocfg:
 	api_runner_token_release(&st.token);
+	strv_release(&answers);
 	free(st.message);
 	free(system_id);
 	free(dir);
-	free(ask_url);
-	free(ask_token);
-	free(ask_name);
-	free(ask_exec);
 	free(path);
 	free(cause);
 	return rc;

@@ -619,6 +619,20 @@ config_shell_supported(const char *shell)
 	return false;
 }
 
+/*
+ * [runners.cache] Type names a remote cache (s3, gcs, azure): this build
+ * has none, so caches stay on this machine.  Said by list and run; the
+ * entry still runs.  The caller frees the sentence; NULL when all is well.
+ */
+char *
+config_cache_unsupported(const struct runner_config *rc)
+{
+	if (rc->cache.type == NULL || *rc->cache.type == '\0')
+		return NULL;
+	return xasprintf("cache Type \"%s\": not supported by this build (no remote "
+	    "cache: caches stay on this machine)", rc->cache.type);
+}
+
 bool
 config_flag_set(const struct runner_config *rc, const char *name, bool *value)
 {

@@ -194,6 +194,8 @@ void	 config_set_time(struct toml_value *table, const char *key, time_t when, bo
 /* Is this executor / shell one this build can run? */
 bool	 config_executor_supported(const char *executor);
 bool	 config_shell_supported(const char *shell);
+/* A remote cache Type this build cannot serve, as a sentence; or NULL. */
+char	*config_cache_unsupported(const struct runner_config *rc);
 
 /*
  * A feature flag's value for this entry: its own setting, else the

@@ -153,12 +153,19 @@ say_config_warnings(const struct config *cfg)
 	size_t i;
 	unsigned n = count_valid(cfg);
 
-	for (i = 0; i < cfg->n_runners; i++)
-		if (cfg->runners[i].problem != NULL) {
+	for (i = 0; i < cfg->n_runners; i++) {
+		char *cache = config_cache_unsupported(&cfg->runners[i]);
+
+		if (cfg->runners[i].problem != NULL || cache != NULL) {
 			label = cmd_runner_label(cfg, &cfg->runners[i]);
-			log_warnx("%s: skipped: %s", label, cfg->runners[i].problem);
+			if (cfg->runners[i].problem != NULL)
+				log_warnx("%s: skipped: %s", label, cfg->runners[i].problem);
+			else
+				log_warnx("%s: %s", label, cache);
 			free(label);
 		}
+		free(cache);
+	}
 	/*
 	 * A job request GitLab holds (long polling, up to 50 s) keeps its
 	 * slot: a job could come back on it at any moment, and every job

@@ -989,3 +989,239 @@ def test_register_no_terminal_and_no_url_is_an_error(cmd, tmp_path):
     assert last_line(p.stderr).startswith("ERROR: register: the GitLab URL (--url) is needed")
     assert not cfg.exists()
     cmd.assert_no_tokens()
+
+
+# ---------------------------------------------------------------------------
+# gitlab-runner's flags that are config.toml keys (register_flags.def), ported
+# from its commands/register_integration_test.go
+# ---------------------------------------------------------------------------
+
+def test_register_feature_flags_are_written(gitlab, cmd, tmp_path):
+    # TestRegisterCommand "feature flags are included in config"
+    runner = gitlab.add_runner(token=new_token(), id=12345)
+    cfg = tmp_path / "config.toml"
+    p = register(cmd, cfg, gitlab.url, "--token", runner.token, "--executor", "shell",
+                 "--name", "test-runner", "--feature-flags", "FF_TEST_1:true",
+                 "--feature-flags", "FF_TEST_2:false")
+    assert p.returncode == 0, p.stderr
+    text = cfg.read_text()
+    assert "  [runners.feature_flags]\n    FF_TEST_1 = true\n    FF_TEST_2 = false\n" in text
+    cmd.assert_no_tokens(gitlab)
+
+
+def test_register_kubernetes_security_context_from_the_environment(gitlab, cmd, tmp_path):
+    # TestRegisterCommand "kubernetes security context namespace"
+    runner = gitlab.add_runner(token=new_token(), id=12345)
+    cfg = tmp_path / "config.toml"
+    p = register(cmd, cfg, gitlab.url, "--token", runner.token, "--executor", "kubernetes",
+                 env={"KUBERNETES_BUILD_CONTAINER_SECURITY_CONTEXT_PRIVILEGED": "true",
+                      "KUBERNETES_HELPER_CONTAINER_SECURITY_CONTEXT_RUN_AS_USER": "1000",
+                      "KUBERNETES_SERVICE_CONTAINER_SECURITY_CONTEXT_RUN_AS_NON_ROOT": "true",
+                      "KUBERNETES_SERVICE_CONTAINER_SECURITY_CONTEXT_CAPABILITIES_ADD":
+                          "NET_RAW, NET_RAW1"})
+    assert p.returncode == 0, p.stderr
+    k = read_toml(cfg)["runners"][0]["kubernetes"]
+    assert k["build_container_security_context"] == {"privileged": True}
+    assert k["helper_container_security_context"] == {"run_as_user": 1000}
+    assert k["service_container_security_context"]["run_as_non_root"] is True
+    assert k["service_container_security_context"]["capabilities"] == \
+        {"add": ["NET_RAW, NET_RAW1"]}
+    # Kept for gitlab-runner; this build names what it cannot run.
+    out = cmd("list", "-c", cfg)
+    assert re.search(r'executor "kubernetes" is not supported by this build', out.stderr), \
+        out.stderr
+    cmd.assert_no_tokens(gitlab)
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_register_s3_cache_authentication_type(gitlab, cmd, tmp_path, how):
+    # TestRegisterCommand "s3 cache AuthenticationType arg" / "... env"
+    runner = gitlab.add_runner(token=new_token(), id=12345)
+    cfg = tmp_path / "config.toml"
+    flags = ["--cache-s3-authentication_type=iam"] if how == "flag" else []
+    env = {"CACHE_S3_AUTHENTICATION_TYPE": "iam"} if how == "env" else None
+    p = register(cmd, cfg, gitlab.url, "--token", runner.token, "--executor", "shell",
+                 *flags, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "    [runners.cache.s3]\n      AuthenticationType = \"iam\"\n" in cfg.read_text()
+    cmd.assert_no_tokens(gitlab)
+
+
+def test_register_writes_gitlab_runners_keys_in_its_order(gitlab, cmd, tmp_path):
+    runner = gitlab.add_runner(token=new_token(), id=7)
+    cfg = tmp_path / "config.toml"
+    p = register(cmd, cfg, gitlab.url, "--token", runner.token, "--executor", "shell",
+                 "--name", "n", "--limit", "2", "--unhealthy-requests-limit", "5",
+                 "--unhealthy-interval", "90m", "--job-status-final-update-retry-limit", "3",
+                 "--cache-type", "s3", "--cache-shared", "--cache-s3-server-address",
+                 "s3.example.com", "--cache-s3-bucket-name", "b",
+                 "--docker-image", "dropped:for-shell")
+    assert p.returncode == 0, p.stderr
+    text = cfg.read_text()
+    entry = text[text.index("[[runners]]"):]
+    assert entry.startswith(
+        '[[runners]]\n  name = "n"\n  limit = 2\n  unhealthy_requests_limit = 5\n'
+        '  unhealthy_interval = "1h30m0s"\n  job_status_final_update_retry_limit = 3\n'
+        f'  url = "{gitlab.url}"\n  id = 7\n'), entry
+    assert ('  [runners.cache]\n    Type = "s3"\n    Shared = true\n'
+            '    MaxUploadedArchiveSize = 0\n    [runners.cache.s3]\n'
+            '      ServerAddress = "s3.example.com"\n      BucketName = "b"\n'
+            '      AssumeRoleMaxConcurrency = 0\n    [runners.cache.gcs]\n'
+            '    [runners.cache.azure]\n') in entry, entry
+    # gitlab-runner keeps only the chosen executor's table.
+    assert "docker" not in entry
+    # The remote cache is named once by list, and once by run at start.
+    out = cmd("list", "-c", cfg)
+    lines = [ln for ln in out.stderr.splitlines() if 'cache Type "s3"' in ln]
+    assert len(lines) == 1 and "not supported by this build" in lines[0], out.stderr
+    cmd.assert_no_tokens(gitlab)
+
+
+def test_register_docker_keeps_its_table_and_adds_the_cache_volume(gitlab, cmd, tmp_path):
+    # askDocker: the image is needed; /cache is added to the volumes.
+    runner = gitlab.add_runner(token=new_token(), id=7)
+    cfg = tmp_path / "config.toml"
+    p = register(cmd, cfg, gitlab.url, "--token", runner.token, "--executor", "docker",
+                 "--docker-image", "busybox:latest", "--docker-privileged",
+                 "--docker-volumes", "/x:/y")
+    assert p.returncode == 0, p.stderr
+    d = read_toml(cfg)["runners"][0]["docker"]
+    assert (d["image"], d["privileged"], d["volumes"]) == \
+        ("busybox:latest", True, ["/x:/y", "/cache"])
+    assert (d["shm_size"], d["network_mtu"]) == (0, 0)
+    out = cmd("list", "-c", cfg)
+    assert 'executor "docker" is not supported by this build' in out.stderr, out.stderr
+    cmd.assert_no_tokens(gitlab)
+
+
+def test_register_docker_without_an_image_is_refused(gitlab, cmd, tmp_path):
+    runner = gitlab.add_runner(token=new_token())
+    cfg = tmp_path / "config.toml"
+    p = register(cmd, cfg, gitlab.url, "--token", runner.token, "--executor", "docker")
+    assert p.returncode == 1
+    assert "--docker-image is needed" in last_line(p.stderr), p.stderr
+    assert not cfg.exists() and gitlab.requests == []
+    cmd.assert_no_tokens(gitlab)
+
+
+def test_register_custom_executor_flags(gitlab, cmd, tmp_path):
+    runner = gitlab.add_runner(token=new_token())
+    cfg = tmp_path / "config.toml"
+    p = register(cmd, cfg, gitlab.url, "--token", runner.token, "--executor", "custom",
+                 "--custom-run-exec", "/d/run", "--custom-prepare-exec", "/d/prep")
+    assert p.returncode == 0, p.stderr
+    assert read_toml(cfg)["runners"][0]["custom"] == \
+        {"prepare_exec": "/d/prep", "run_exec": "/d/run"}
+    cmd.assert_no_tokens(gitlab)
+
+
+@pytest.mark.parametrize("executor", ["foo", "Shell", "docker-ssh"])
+def test_register_unknown_executor_is_refused(gitlab, cmd, tmp_path, executor):
+    runner = gitlab.add_runner(token=new_token())
+    cfg = tmp_path / "config.toml"
+    p = register(cmd, cfg, gitlab.url, "--token", runner.token, "--executor", executor)
+    assert p.returncode == 1
+    assert "Invalid executor specified" in last_line(p.stderr)
+    assert not cfg.exists() and gitlab.requests == []
+    cmd.assert_no_tokens(gitlab)
+
+
+def test_register_bad_flag_value_is_refused(gitlab, cmd, tmp_path):
+    runner = gitlab.add_runner(token=new_token())
+    cfg = tmp_path / "config.toml"
+    p = register(cmd, cfg, gitlab.url, "--token", runner.token, "--executor", "shell",
+                 "--feature-flags", "FF_X")
+    assert p.returncode == 2
+    assert "is not KEY:VALUE" in p.stderr
+    assert not cfg.exists() and gitlab.requests == []
+    cmd.assert_no_tokens(gitlab)
+
+
+def test_register_access_level_is_checked(gitlab, cmd, tmp_path):
+    # TestAccessLevelSetting: anything but not_protected / ref_protected fails.
+    reg = new_registration_token()
+    gitlab.registration_tokens.add(reg)
+    cfg = tmp_path / "config.toml"
+    p = register(cmd, cfg, gitlab.url, "-r", reg, "--executor", "shell",
+                 "--access-level", "invalid_level")
+    assert p.returncode == 1
+    assert "access-level" in last_line(p.stderr)
+    assert gitlab.requests == []
+    cmd.assert_no_tokens(gitlab)
+
+
+TEMPLATE = """
+[[runners]]
+  limit = 9
+  [runners.custom_build_dir]
+    enabled = false
+  [runners.kubernetes]
+    [runners.kubernetes.volumes]
+      [[runners.kubernetes.volumes.empty_dir]]
+        name = "empty_dir"
+        mount_path = "/path/to/empty_dir"
+"""
+
+
+def test_register_template_config_is_merged(gitlab, cmd, tmp_path):
+    # TestExecute_MergeConfigTemplate "successful config template merge"
+    reg = new_registration_token()
+    gitlab.registration_tokens.add(reg)
+    tpl = tmp_path / "tpl.toml"
+    tpl.write_text(TEMPLATE)
+    cfg = tmp_path / "config.toml"
+    p = register(cmd, cfg, gitlab.url, "-r", reg, "--executor", "shell", "--shell", "sh",
+                 "--limit", "2", "--template-config", tpl)
+    assert p.returncode == 0, p.stderr
+    text = cfg.read_text()
+    entry = text[text.index("[[runners]]"):]
+    assert '  executor = "shell"\n  shell = "sh"\n  [runners.custom_build_dir]\n' \
+        '    enabled = false\n  [runners.cache]\n' in entry, entry
+    # The flags win; the kubernetes table goes with a shell executor.
+    assert "limit = 2" in entry and "kubernetes" not in entry
+    cmd.assert_no_tokens(gitlab)
+
+
+@pytest.mark.parametrize("content", ["- , ;", "concurrent = 1\n"])
+def test_register_bad_template_config_is_refused(gitlab, cmd, tmp_path, content):
+    # "incorrect config template merge"; and a template needs one [[runners]].
+    reg = new_registration_token()
+    gitlab.registration_tokens.add(reg)
+    tpl = tmp_path / "tpl.toml"
+    tpl.write_text(content)
+    cfg = tmp_path / "config.toml"
+    p = register(cmd, cfg, gitlab.url, "-r", reg, "--executor", "shell",
+                 "--template-config", tpl)
+    assert p.returncode == 1
+    assert "template" in last_line(p.stderr)
+    assert not cfg.exists() and gitlab.requests == []
+    cmd.assert_no_tokens(gitlab)
+
+
+def test_register_interactive_legacy_asks_in_gitlab_runners_order(gitlab, cmd, tmp_path):
+    # askRunner + doLegacyRegisterRunner + askExecutor: description, tags,
+    # maintenance note, then the executor, asked again until it is known.
+    reg = new_registration_token()
+    gitlab.registration_tokens.add(reg)
+    cfg = tmp_path / "config.toml"
+    rc, out = _drive_pty([RUNNER, "register", "-c", str(cfg)], [
+        ("Enter the GitLab instance URL", gitlab.url),
+        ("Enter the registration token", reg),
+        ("Enter a description for the runner", "desc"),
+        ("Enter tags for the runner (comma-separated)", "a,b"),
+        ("Enter optional maintenance note for the runner", "note"),
+        ("Enter an executor: ", "nope"),
+        ("Enter an executor: ", "docker"),
+        ("Enter the default Docker image", "alpine:3"),
+    ])
+    cmd.add_output(out)
+    assert rc == 0, out
+    assert "Invalid executor specified" in out
+    assert out.index("Enter a description") < out.index("Enter tags") < \
+        out.index("Enter optional maintenance note") < out.index("Enter an executor")
+    body = gitlab.requests[0].json()
+    assert (body["description"], body["tag_list"], body["maintenance_note"]) == \
+        ("desc", "a,b", "note")
+    entry = read_toml(cfg)["runners"][0]
+    assert (entry["executor"], entry["docker"]["image"]) == ("docker", "alpine:3")
+    cmd.assert_no_tokens(gitlab)

@@ -5,6 +5,7 @@ Uses the helpers and the `cmd` fixture of test_register.py: every test
 ends with cmd.assert_no_tokens(...).
 """
 import re
+import signal
 import time
 from datetime import datetime, timedelta, timezone
 
@@ -692,4 +693,27 @@ def test_reset_token_config_cannot_be_written(gitlab, cmd, readonly_dir):
     assert read_bytes(cfg) == old
     assert gitlab.requests == []
     assert gitlab.runner(a.token) is a
+    cmd.assert_no_tokens(gitlab)
+
+
+def test_remote_cache_type_is_named_by_list_and_once_by_run(gitlab, cmd, cfgdir):
+    """A [runners.cache] Type this build cannot serve: one line per entry."""
+    a = gitlab.add_runner(token=new_token(), id=1)
+    b = gitlab.add_runner(token=new_token(), id=2)
+    cfg = cfgdir / "config.toml"
+    write_config(cfg, runner_entry(gitlab.url, a.token, "s3-one", 1,
+                                   extra='  [runners.cache]\n    Type = "s3"\n'),
+                 runner_entry(gitlab.url, b.token, "local", 2))
+    p = cmd("list", "-c", cfg)
+    assert p.returncode == 0, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if "cache Type" in ln]
+    assert lines == [f'WARNING: {cfg}:4: runner "s3-one": cache Type "s3": not supported '
+                     'by this build (no remote cache: caches stay on this machine)'], p.stderr
+    proc = cmd.start("run", "-c", cfg)
+    cmd.wait_stderr(proc, 'cache Type "s3"')
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    rc, out, err = cmd.finish(proc)
+    lines = [ln for ln in err.splitlines() if "cache Type" in ln]
+    assert len(lines) == 1 and 'runner "s3-one"' in lines[0], err
     cmd.assert_no_tokens(gitlab)

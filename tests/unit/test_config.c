@@ -524,6 +524,29 @@ test_save_through_symlink_updates_target(void **state)
 	config_release(&cfg);
 }
 
+static void
+test_remote_cache_type_is_named(void **state)
+{
+	struct fixture *f = *state;
+	struct config cfg;
+	char *why;
+
+	load_ok(f, "[[runners]]\nname = \"a\"\nurl = \"https://gitlab.example.com\"\n"
+	    "token = \"glrt-x\"\nexecutor = \"shell\"\n[runners.cache]\nType = \"gcs\"\n"
+	    "[[runners]]\nname = \"b\"\nurl = \"https://gitlab.example.com\"\n"
+	    "token = \"glrt-y\"\nexecutor = \"shell\"\n", &cfg);
+	assert_int_equal(cfg.n_runners, 2);
+	why = config_cache_unsupported(&cfg.runners[0]);
+	assert_string_equal(why, "cache Type \"gcs\": not supported by this build (no remote "
+	    "cache: caches stay on this machine)");
+	free(why);
+	assert_null(config_cache_unsupported(&cfg.runners[1]));
+	/* The entry runs all the same. */
+	assert_null(cfg.runners[0].problem);
+	config_release(&cfg);
+}
+
+
 int
 main(void)
 {
@@ -541,6 +564,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_unwritable_value_leaves_old_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_save_creates_directory_and_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_save_through_symlink_updates_target, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remote_cache_type_is_named, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

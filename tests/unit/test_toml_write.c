@@ -19,6 +19,7 @@
 
 #include "lib/buf.h"
 #include "lib/xmalloc.h"
+#include "runner/register_flags.h"
 #include "runner/toml.h"
 
 static struct toml_value *
@@ -310,6 +311,93 @@ test_round_trip_shared_documents(void **state)
 	assert_int_equal(n, 33);
 }
 
+/* The new [[runners]] entry `register` writes from register_flags.def. */
+static char *
+entry_text(struct reg_value *v, const char *executor, const struct toml_value *tmpl)
+{
+	struct toml_value *doc = toml_new_table(TOML_TABLE_HEADER), *arr = toml_new_array();
+	struct buf out;
+
+	arr->u.array.of_tables = true;
+	toml_array_push(arr, reg_entry_build(v, executor, tmpl));
+	toml_table_set(doc, "runners", 7, arr);
+	buf_init(&out, BUF_UNLIMITED);
+	assert_int_equal(toml_write(doc, &out), 0);
+	toml_free(doc);
+	return buf_detach(&out, NULL);
+}
+
+static void
+test_register_entry_is_gitlab_runners_layout(void **state)
+{
+	static struct reg_value v[REG_N];
+	char *text;
+
+	(void)state;
+	memset(v, 0, sizeof(v));
+	v[REG_DESCRIPTION] = (struct reg_value){ .s = "n", .given = true };
+	v[REG_URL] = (struct reg_value){ .s = "https://gitlab.example.com/", .given = true };
+	v[REG_TOKEN] = (struct reg_value){ .s = "glrt-x", .given = true };
+	v[REG_EXECUTOR] = (struct reg_value){ .s = "shell", .given = true };
+	v[REG_K_ID] = (struct reg_value){ .i = 12345, .given = true };
+	v[REG_CACHE_S3_BUCKET_NAME] = (struct reg_value){ .s = "b", .given = true };
+	/* Another executor's: gitlab-runner drops it. */
+	v[REG_DOCKER_IMAGE] = (struct reg_value){ .s = "alpine", .given = true };
+	strv_push(&v[REG_FEATURE_FLAGS].v, "FF_TEST_1:true");
+	v[REG_FEATURE_FLAGS].given = true;
+	text = entry_text(v, "shell", NULL);
+	assert_string_equal(text,
+	    "[[runners]]\n"
+	    "  name = \"n\"\n"
+	    "  url = \"https://gitlab.example.com/\"\n"
+	    "  id = 12345\n"
+	    "  token = \"glrt-x\"\n"
+	    "  token_obtained_at = 0001-01-01T00:00:00Z\n"
+	    "  token_expires_at = 0001-01-01T00:00:00Z\n"
+	    "  executor = \"shell\"\n"
+	    "  [runners.cache]\n"
+	    "    MaxUploadedArchiveSize = 0\n"
+	    "    [runners.cache.s3]\n"
+	    "      BucketName = \"b\"\n"
+	    "      AssumeRoleMaxConcurrency = 0\n"
+	    "    [runners.cache.gcs]\n"
+	    "    [runners.cache.azure]\n"
+	    "  [runners.feature_flags]\n"
+	    "    FF_TEST_1 = true\n");
+	free(text);
+	/* The custom executor's table, with the key gitlab-runner always writes. */
+	v[REG_EXECUTOR].s = "custom";
+	text = entry_text(v, "custom", NULL);
+	assert_non_null(strstr(text, "  [runners.custom]\n    run_exec = \"\"\n"));
+	assert_null(strstr(text, "docker"));
+	free(text);
+	strv_release(&v[REG_FEATURE_FLAGS].v);
+}
+
+static void
+test_register_flag_values_are_checked(void **state)
+{
+	static struct reg_value v[REG_N];
+	char *cause = NULL;
+
+	(void)state;
+	memset(v, 0, sizeof(v));
+	assert_int_equal(reg_values_check(v, &cause), 0);
+	v[REG_UNHEALTHY_INTERVAL] = (struct reg_value){ .s = "1hour", .given = true };
+	assert_int_equal(reg_values_check(v, &cause), -1);
+	assert_string_equal(cause, "--unhealthy-interval: \"1hour\" is not a duration");
+	free(cause);
+	v[REG_UNHEALTHY_INTERVAL].s = "1h30m";
+	strv_push(&v[REG_FEATURE_FLAGS].v, "FF_X:maybe");
+	v[REG_FEATURE_FLAGS].given = true;
+	assert_int_equal(reg_values_check(v, &cause), -1);
+	assert_non_null(strstr(cause, "not true or false"));
+	free(cause);
+	strv_release(&v[REG_FEATURE_FLAGS].v);
+	assert_true(reg_executor_known("docker+machine"));
+	assert_false(reg_executor_known("docker-ssh"));
+}
+
 int
 main(void)
 {
@@ -325,6 +413,8 @@ main(void)
 		cmocka_unit_test(test_invalid_utf8_is_refused),
 		cmocka_unit_test(test_cap_is_reported),
 		cmocka_unit_test(test_round_trip_shared_documents),
+		cmocka_unit_test(test_register_entry_is_gitlab_runners_layout),
+		cmocka_unit_test(test_register_flag_values_are_checked),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -969,6 +969,9 @@ def test_register_interactive_asks_only_for_what_is_missing(gitlab, cmd, tmp_pat
                           "--executor", "shell"], [
         ("Enter the registration token", reg),
         ("Enter a description for the runner", "typed-description"),
+        # gitlab-runner asks these two too; empty answers are fine.
+        ("Enter tags for the runner", ""),
+        ("Enter optional maintenance note", ""),
     ])
     cmd.add_output(out)
     assert rc == 0, out

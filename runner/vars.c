@@ -186,25 +186,38 @@ push_tls(struct job_vars *v, const struct job_vars_input *in)
  * part before it; at the root a ".." goes, at the head of a relative path
  * it stays.  Nothing left is "/" or ".".
  */
+/*
+ * The next part of a slash-separated path at *p (slashes skipped), its
+ * length in *len; NULL at the end.  *p is left after the part.
+ */
+static const char *
+path_part(const char **p, size_t *len)
+{
+	const char *part = *p, *end;
+
+	while (*part == '/')
+		part++;
+	if (*part == '\0')
+		return NULL;
+	end = strchr(part, '/');
+	*len = end != NULL ? (size_t)(end - part) : strlen(part);
+	*p = part + *len;
+	return part;
+}
+
 static char *
 go_path_clean(const char *path)
 {
 	struct strv parts = { 0 };
 	struct buf b;
-	const char *p = path, *end;
+	const char *p = path, *part;
 	bool rooted = *path == '/';
 	size_t len, kept = 0, i;	/* kept: leading ".." parts, never taken back */
 
-	while (*p != '\0') {
-		while (*p == '/')
-			p++;
-		if (*p == '\0')
-			break;
-		end = strchr(p, '/');
-		len = end != NULL ? (size_t)(end - p) : strlen(p);
-		if (len == 1 && p[0] == '.')
+	while ((part = path_part(&p, &len)) != NULL) {
+		if (len == 1 && part[0] == '.')
 			;
-		else if (len == 2 && p[0] == '.' && p[1] == '.') {
+		else if (len == 2 && part[0] == '.' && part[1] == '.') {
 			if (parts.n > kept) {
 				free(parts.v[--parts.n]);
 				parts.v[parts.n] = NULL;
@@ -213,8 +226,7 @@ go_path_clean(const char *path)
 				kept++;
 			}
 		} else
-			strv_push_owned(&parts, xmemdup(p, len));
-		p += len;
+			strv_push_owned(&parts, xmemdup(part, len));
 	}
 	buf_init(&b, BUF_UNLIMITED);
 	if (rooted)
@@ -834,29 +846,23 @@ char *
 job_project_path(const char *full, int64_t project_id)
 {
 	struct buf b;
-	const char *p = full != NULL ? full : "", *end;
+	const char *p = full != NULL ? full : "", *part;
 	size_t len;
+	bool refused = false;
 
 	buf_init(&b, BUF_UNLIMITED);
-	while (*p != '\0') {
-		while (*p == '/')
-			p++;
-		if (*p == '\0')
-			break;
-		end = strchr(p, '/');
-		len = end != NULL ? (size_t)(end - p) : strlen(p);
-		if (len == 2 && p[0] == '.' && p[1] == '.') {
-			buf_reset(&b);
+	while ((part = path_part(&p, &len)) != NULL) {
+		if (len == 2 && part[0] == '.' && part[1] == '.') {
+			refused = true;
 			break;
 		}
-		if (!(len == 1 && p[0] == '.')) {
+		if (!(len == 1 && part[0] == '.')) {
 			if (b.len > 0)
 				buf_putc(&b, '/');
-			buf_append(&b, p, len);
+			buf_append(&b, part, len);
 		}
-		p += len;
 	}
-	if (*p != '\0' || b.len == 0) {
+	if (refused || b.len == 0) {
 		buf_release(&b);
 		if (project_id > 0)
 			return xasprintf("project-%lld", (long long)project_id);

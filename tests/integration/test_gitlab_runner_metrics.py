@@ -62,6 +62,8 @@ def test_gitlab_runner_series(gitlab, tmp_path):
         sid = (tmp_path / ".runner_system_id").read_text().strip()
         me = {"runner": SHORT, "runner_name": "obs", "system_id": sid}
 
+        # One failed answer: the runner logs it, and errors_total must count that line.
+        gitlab.script("POST", r"/api/v4/jobs/request", times=1, status=500)
         ok = gitlab.add_job(job_payload(variables=without_sources(), script=["echo fine"]), runner=r)
         gitlab.wait_for_job(ok, timeout=20)
         bad = gitlab.add_job(job_payload(variables=without_sources(), script=["exit 1"]), runner=r)
@@ -191,6 +193,7 @@ def test_gitlab_runner_series(gitlab, tmp_path):
 
     errors = {labels["level"]: v for labels, v in series(s, "gitlab_runner_errors_total")}
     assert set(errors) == {"warning", "error", "fatal", "panic"}
+    assert errors["warning"] + errors["error"] >= 1, "the scripted 500 was logged"
     assert errors["warning"] == stderr.count("WARNING: ")
     assert errors["error"] == stderr.count("ERROR: ")
     assert errors["fatal"] == errors["panic"] == 0

@@ -41,7 +41,7 @@ A	:= build/asan
 
 # Everything but main.c goes into a library that the binary, the unit
 # tests and the tools link against.
-LIB_SRC		:= $(sort $(filter-out runner/main.c,$(wildcard lib/*.c api/*.c executors/*.c helpers/*.c runner/*.c)))
+LIB_SRC		:= $(sort $(filter-out runner/main.c,$(wildcard lib/*.c api/*.c executors/*.c executors/docker/*.c helpers/*.c runner/*.c)))
 UNIT_SRC	:= $(sort $(wildcard tests/unit/test_*.c))
 TOOL_SRC	:= $(sort $(wildcard tests/tools/*.c))
 
@@ -161,7 +161,7 @@ image: rootfs
 check-layering:
 	@bad=$$(grep -nE '#include "' lib/*.[ch] | grep -vE '#include "lib/'; \
 	       grep -nE '#include "' api/*.[ch] | grep -vE '#include "(lib|api)/'; \
-	       grep -nE '#include "' executors/*.[ch] | grep -vE '#include "(lib/|executors/|api/http\.h)'; \
+	       grep -nE '#include "' executors/*.[ch] executors/docker/*.[ch] | grep -vE '#include "(lib/|executors/|api/http\.h)'; \
 	       grep -nE '#include "' helpers/*.[ch] | grep -vE '#include "(lib|api|helpers)/'); \
 	if [ -n "$$bad" ]; then echo "layering violation:"; echo "$$bad"; exit 1; fi
 
@@ -193,7 +193,7 @@ fuzz: deps
 	    -timeout=5 -print_final_stats=1 $(BUILD)/fuzz/corpus
 
 format:
-	clang-format -i runner/*.[ch] api/*.[ch] executors/*.[ch] tests/unit/*.c tests/tools/*.c 2>/dev/null || true
+	clang-format -i runner/*.[ch] api/*.[ch] executors/*.[ch] executors/docker/*.[ch] tests/unit/*.c tests/tools/*.c 2>/dev/null || true
 
 clean:
 	rm -rf $(BUILD)

@@ -22,6 +22,7 @@
 #ifndef EXECUTORS_EXECUTOR_H
 #define EXECUTORS_EXECUTOR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 

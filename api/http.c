@@ -95,6 +95,7 @@ struct http_req {
 	off_t			 body_len;
 	off_t			 body_pos;	/* sent so far, this attempt */
 	char			*ca_file, *cert_file, *key_file;
+	char			*unix_path;	/* CURLOPT_UNIX_SOCKET_PATH, or NULL */
 	int			 flags;
 	uint64_t		 deadline_ms;	/* relative, until started */
 	uint64_t		 deadline_at;	/* monotonic ms, once started */
@@ -105,6 +106,10 @@ struct http_req {
 	int			 response_fd;	/* 2xx bodies go here (pwrite), or -1 */
 	off_t			 response_pos;	/* bytes of this attempt written there */
 	int			 write_errno;	/* writing response_fd failed */
+	http_data_cb		*data_cb;	/* 2xx bodies go here, or NULL */
+	void			*data_arg;
+	bool			 in_data_cb;	/* inside data_cb, in libcurl's callback */
+	bool			 cancel_later;	/* canceled from data_cb: ends in drain() */
 	char			 request_id[33];
 
 	CURL			*easy;
@@ -375,9 +380,17 @@ finish_close(struct http *h)
 void
 http_close(struct http *h)
 {
+	struct http_req *r;
+
 	h->closing = true;
-	while (h->requests != NULL)
-		http_req_cancel(h->requests);
+	for (;;) {
+		/* One canceled from its data callback ends in drain(), soon. */
+		for (r = h->requests; r != NULL && r->cancel_later; r = r->next)
+			;
+		if (r == NULL)
+			break;
+		http_req_cancel(r);
+	}
 	if (h->in_drain == 0)
 		finish_close(h);
 }
@@ -505,6 +518,20 @@ http_req_tls(struct http_req *r, const struct http_tls *tls)
 }
 
 void
+http_req_unix_socket(struct http_req *r, const char *path)
+{
+	free(r->unix_path);
+	r->unix_path = path != NULL && *path != '\0' ? xstrdup(path) : NULL;
+}
+
+void
+http_req_on_data(struct http_req *r, http_data_cb *cb, void *arg)
+{
+	r->data_cb = cb;
+	r->data_arg = arg;
+}
+
+void
 http_req_endpoint(struct http_req *r, const char *endpoint)
 {
 	free(r->endpoint);
@@ -587,6 +614,22 @@ on_body(char *data, size_t size, size_t nmemb, void *userp)
 	long status = 0;
 	ssize_t n;
 
+	if (r->cancel_later)
+		return 0;
+	if (r->data_cb != NULL) {
+		/* The headers are in by the first body byte, so the status is known. */
+		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+		if (status >= 200 && status <= 299) {
+			/* Inside libcurl: an http_close() from cb must wait for drain(). */
+			r->h->in_drain++;
+			r->in_data_cb = true;
+			r->data_cb(data, len, r->data_arg);
+			r->in_data_cb = false;
+			r->h->in_drain--;
+			/* A cancel from the callback: libcurl aborts the transfer. */
+			return r->cancel_later ? 0 : len;
+		}
+	}
 	if (r->response_fd >= 0) {
 		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
 		if (status >= 200 && status <= 299) {
@@ -809,6 +852,8 @@ setup_easy(struct http_req *r)
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
 
+	if (r->unix_path != NULL)
+		curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, r->unix_path);
 	curl_easy_setopt(e, CURLOPT_CAPATH, NULL);
 	if (r->ca_file != NULL && (bundle = ca_bundle(h, r->ca_file)) != NULL)
 		curl_easy_setopt(e, CURLOPT_CAINFO, bundle);
@@ -876,6 +921,7 @@ attempt_start(struct http_req *r)
 	r->too_big = false;
 	r->body_pos = 0;
 	r->write_errno = 0;
+	r->cancel_later = false;
 	if (r->response_fd >= 0) {
 		/* Every attempt writes the file from its first byte. */
 		r->response_pos = 0;
@@ -1387,6 +1433,13 @@ attempt_done(struct http_req *r, CURLcode rc)
 	char *path;
 
 	release_slot(r);
+	if (r->cancel_later) {
+		r->status = 0;
+		r->error = -ECANCELED;
+		snprintf(r->error_text, sizeof(r->error_text), "canceled");
+		finish(r);
+		return;
+	}
 	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
 	r->error = 0;
 	r->error_text[0] = '\0';
@@ -1529,6 +1582,11 @@ http_req_cancel(struct http_req *r)
 {
 	struct http *h = r->h;
 
+	if (r->in_data_cb) {
+		/* libcurl is inside the transfer: on_body stops it, drain() ends it. */
+		r->cancel_later = true;
+		return;
+	}
 	switch (r->state) {
 	case REQ_ACTIVE:
 		curl_multi_remove_handle(h->multi, r->easy);
@@ -1573,6 +1631,7 @@ http_req_free(struct http_req *r)
 	free(r->ca_file);
 	free(r->cert_file);
 	free(r->key_file);
+	free(r->unix_path);
 	free(r->method);
 	free(r->url);
 	free(r->endpoint);

@@ -125,6 +125,11 @@ void		 http_req_body_fd(struct http_req *r, const char *content_type,
 		    int fd, off_t offset, off_t len);
 void		 http_req_tls(struct http_req *r, const struct http_tls *tls);
 /*
+ * Connect to this unix socket instead of the URL's host (the URL still
+ * names the scheme and the Host header: "http://docker/_ping"); copied.
+ */
+void		 http_req_unix_socket(struct http_req *r, const char *path);
+/*
  * What the request is for, as the endpoint label of runner_api_requests_total
  * and the pushback class it belongs to (with its method and origin): few
  * distinct values, no ids, no query, no quotes ("/jobs/{id}/trace"); copied.
@@ -144,6 +149,17 @@ void		 http_req_max_attempts(struct http_req *r, unsigned n);
  * answers' bodies still land in the buffer, for the log.
  */
 void		 http_req_response_fd(struct http_req *r, int fd);
+/*
+ * A 2xx body goes to cb as it arrives, in pieces of any size, instead of
+ * into memory (the response cap does not apply to it); other answers'
+ * bodies still land in the buffer, for the error message.  A retried
+ * request may stream again from the first byte: streamed requests want
+ * HTTP_NO_RETRY.  cb must not free the request; it may cancel it, and
+ * then the done callback comes (-ECANCELED) once libcurl has let go of
+ * the transfer, not from inside http_req_cancel().
+ */
+typedef void	http_data_cb(const char *data, size_t len, void *arg);
+void		 http_req_on_data(struct http_req *r, http_data_cb *cb, void *arg);
 /* Largest response body accepted (default 1 MiB); more fails with -EMSGSIZE. */
 void		 http_req_response_cap(struct http_req *r, size_t max);
 

@@ -31,6 +31,7 @@ debhelper
 fakeroot
 lintian
 docker.io
+busybox-static
 python3-yaml
 systemd
 "

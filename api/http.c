@@ -1118,7 +1118,7 @@ log_failed_attempt(struct http_req *r)
 		buf_puts(&b, ", body: ");
 		redact_excerpt(&b, r->response.ptr, r->response.len, LOG_BODY_EXCERPT);
 	}
-	log_warnx("%s", b.ptr);
+	log_msg((r->flags & HTTP_QUIET) ? LOG_LEVEL_DEBUG : LOG_LEVEL_WARN, "%s", b.ptr);
 	buf_release(&b);
 	free(path);
 }

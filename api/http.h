@@ -75,6 +75,11 @@ enum http_flags {
 	 * download sent on to object storage, whose presigned URL needs none.
 	 */
 	HTTP_REDIRECT_NO_TOKENS	= 1 << 3,
+	/*
+	 * The caller says what failed in its own words (a 404 may be its
+	 * answer): failed attempts are logged at debug level, not as warnings.
+	 */
+	HTTP_QUIET		= 1 << 4,
 };
 
 /* What a request ended with; valid inside the callback. */

@@ -48,8 +48,12 @@ struct seen {
 
 struct server {
 	uv_loop_t	*loop;
-	uv_tcp_t	 listener;
+	union {					/* tcp, or a unix socket if path is set */
+		uv_tcp_t	 listener;
+		uv_pipe_t	 listener_pipe;
+	};
 	int		 port;
+	char		 path[108];
 	struct reply	 script[MAX_SCRIPT];
 	int		 n_script;
 	int		 next;
@@ -63,7 +67,10 @@ struct server {
 };
 
 struct conn {
-	uv_tcp_t	 tcp;
+	union {
+		uv_tcp_t	 tcp;
+		uv_pipe_t	 pipe;
+	};
 	struct server	*srv;
 	struct buf	 in;
 	uv_timer_t	 delay;
@@ -228,7 +235,10 @@ on_connection(uv_stream_t *listener, int status)
 	assert_int_equal(status, 0);
 	c->srv = s;
 	buf_init(&c->in, BUF_UNLIMITED);
-	uv_tcp_init(s->loop, &c->tcp);
+	if (s->path[0] != '\0')
+		uv_pipe_init(s->loop, &c->pipe, 0);
+	else
+		uv_tcp_init(s->loop, &c->tcp);
 	c->tcp.data = c;
 	assert_int_equal(uv_accept(listener, (uv_stream_t *)&c->tcp), 0);
 	s->conns++;
@@ -252,6 +262,18 @@ server_start(struct server *s, uv_loop_t *loop)
 	assert_int_equal(uv_listen((uv_stream_t *)&s->listener, 64, on_connection), 0);
 	uv_tcp_getsockname(&s->listener, (struct sockaddr *)&bound, &len);
 	s->port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+}
+
+static void
+server_start_unix(struct server *s, uv_loop_t *loop)
+{
+	s->loop = loop;
+	snprintf(s->path, sizeof(s->path), "/tmp/test_http.%d.sock", (int)getpid());
+	unlink(s->path);
+	uv_pipe_init(loop, &s->listener_pipe, 0);
+	s->listener_pipe.data = s;
+	assert_int_equal(uv_pipe_bind(&s->listener_pipe, s->path), 0);
+	assert_int_equal(uv_listen((uv_stream_t *)&s->listener_pipe, 64, on_connection), 0);
 }
 
 static void
@@ -280,6 +302,8 @@ close_all_and_check(uv_loop_t *loop, struct server *s)
 	uv_run(loop, UV_RUN_DEFAULT);
 	assert_int_equal(leftover, 0);
 	assert_int_equal(uv_loop_close(loop), 0);
+	if (s->path[0] != '\0')
+		unlink(s->path);
 	for (i = 0; i < s->n_seen; i++)
 		free(s->seen[i].body);
 	for (i = 0; i < s->n_all; i++) {
@@ -321,13 +345,16 @@ struct env {
 };
 
 static void
-env_open(struct env *e, const struct reply *script, int n)
+env_open_at(struct env *e, const struct reply *script, int n, bool unix_socket)
 {
 	struct http_config hc = { 0 };
 
 	memset(e, 0, sizeof(*e));
 	uv_loop_init(&e->loop);
-	server_start(&e->srv, &e->loop);
+	if (unix_socket)
+		server_start_unix(&e->srv, &e->loop);
+	else
+		server_start(&e->srv, &e->loop);
 	memcpy(e->srv.script, script, (size_t)n * sizeof(*script));
 	e->srv.n_script = n;
 	hc.loop = &e->loop;
@@ -337,6 +364,12 @@ env_open(struct env *e, const struct reply *script, int n)
 	e->http = http_new(&hc);
 	snprintf(e->url, sizeof(e->url), "http://127.0.0.1:%d/api/v4/jobs/7", e->srv.port);
 	log_set_level(LOG_LEVEL_ERROR);
+}
+
+static void
+env_open(struct env *e, const struct reply *script, int n)
+{
+	env_open_at(e, script, n, false);
 }
 
 static void
@@ -764,6 +797,157 @@ test_retry_slots_bound_retries_in_flight(void **state)
 }
 
 /* The caller names the root its endpoints are named below; ids and query go. */
+/* What a streamed answer gave its data callback. */
+struct streamed {
+	struct buf	 data;
+	int		 pieces;
+	bool		 cancel;	/* cancel the request from the first piece */
+	bool		 close;		/* close the http from the first piece */
+	struct http	*http;
+	struct http_req	*req;
+	struct result	*result;
+	bool		 done_inside_cancel;
+};
+
+static void
+on_data(const char *data, size_t len, void *arg)
+{
+	struct streamed *st = arg;
+
+	st->pieces++;
+	buf_append(&st->data, data, len);
+	if (st->cancel && st->pieces == 1) {
+		http_req_cancel(st->req);
+		/* From here the callback may not come: libcurl still holds the transfer. */
+		st->done_inside_cancel = st->result->done;
+	}
+	if (st->close && st->pieces == 1) {
+		http_close(st->http);
+		st->done_inside_cancel = st->result->done;
+	}
+}
+
+static char *
+big_body(size_t n)
+{
+	char *b = xmalloc(n + 1);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		b[i] = (char)('a' + i % 26);
+	b[n] = '\0';
+	return b;
+}
+
+/* A 2xx over a unix socket, larger than the response cap, comes in pieces. */
+static void
+test_on_data_streams_over_unix_socket(void **state)
+{
+	const size_t n = 3 * 1024 * 1024;
+	char *body = big_body(n), url[] = "http://docker/v1.41/containers/x/logs";
+	struct reply script[] = { { 200, NULL, body, 0 } };
+	struct streamed st = { 0 };
+	struct env e;
+	struct result r = { 0 };
+	struct http_req *req;
+
+	(void)state;
+	env_open_at(&e, script, 1, true);
+	buf_init(&st.data, BUF_UNLIMITED);
+	req = http_req_new(e.http, "GET", url);
+	http_req_unix_socket(req, e.srv.path);
+	http_req_on_data(req, on_data, &st);
+	assert_int_equal(http_req_start(req, on_done, &r), 0);
+	wait_for(&e, &r);
+	assert_int_equal(r.calls, 1);
+	assert_int_equal(r.error, 0);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, "");
+	assert_int_equal(st.data.len, n);
+	assert_memory_equal(st.data.ptr, body, n);
+	assert_true(st.pieces > 1);
+	assert_int_equal(e.srv.n_seen, 1);
+	assert_string_equal(e.srv.seen[0].path, "/v1.41/containers/x/logs");
+	buf_release(&st.data);
+	free(body);
+	env_close(&e);
+}
+
+/* An error answer is not streamed: its body is the caller's message. */
+static void
+test_on_data_error_body_is_buffered(void **state)
+{
+	static const struct reply script[] = { { 404, NULL,
+	    "{\"message\":\"No such container: x\"}", 0 } };
+	struct streamed st = { 0 };
+	struct env e;
+	struct result r = { 0 };
+	struct http_req *req;
+
+	(void)state;
+	env_open(&e, script, 1);
+	buf_init(&st.data, BUF_UNLIMITED);
+	req = http_req_new(e.http, "GET", e.url);
+	http_req_on_data(req, on_data, &st);
+	http_req_flags(req, HTTP_NO_RETRY);
+	assert_int_equal(http_req_start(req, on_done, &r), 0);
+	wait_for(&e, &r);
+	assert_int_equal(r.status, 404);
+	assert_string_equal(r.body, "{\"message\":\"No such container: x\"}");
+	assert_int_equal(st.pieces, 0);
+	buf_release(&st.data);
+	env_close(&e);
+}
+
+static void
+check_stop_from_data_callback(bool close)
+{
+	char *body = big_body(1024 * 1024);
+	struct reply script[] = { { 200, NULL, body, 0 } };
+	struct streamed st = { 0 };
+	struct env e;
+	struct result r = { 0 };
+
+	env_open(&e, script, 1);
+	buf_init(&st.data, BUF_UNLIMITED);
+	st.cancel = !close;
+	st.close = close;
+	st.http = e.http;
+	st.result = &r;
+	st.req = http_req_new(e.http, "GET", e.url);
+	http_req_flags(st.req, HTTP_NO_RETRY);
+	http_req_on_data(st.req, on_data, &st);
+	assert_int_equal(http_req_start(st.req, on_done, &r), 0);
+	wait_for(&e, &r);
+	assert_false(st.done_inside_cancel);
+	assert_int_equal(r.calls, 1);
+	assert_int_equal(r.error, -ECANCELED);
+	assert_int_equal(r.status, 0);
+	/* Nothing after the cancel: the transfer stopped at the first piece. */
+	assert_int_equal(st.pieces, 1);
+	buf_release(&st.data);
+	free(body);
+	if (close) {
+		/* The http is closing already: only the server is left to close. */
+		close_all_and_check(&e.loop, &e.srv);
+	} else
+		env_close(&e);
+}
+
+static void
+test_cancel_from_data_callback(void **state)
+{
+	(void)state;
+	check_stop_from_data_callback(false);
+}
+
+static void
+test_close_from_data_callback(void **state)
+{
+	(void)state;
+	check_stop_from_data_callback(true);
+}
+
 static void
 test_endpoint_label(void **state)
 {
@@ -800,6 +984,10 @@ main(void)
 		cmocka_unit_test(test_cancel_while_waiting),
 		cmocka_unit_test(test_close_cancels_everything_once),
 		cmocka_unit_test(test_retry_slots_bound_retries_in_flight),
+		cmocka_unit_test(test_on_data_streams_over_unix_socket),
+		cmocka_unit_test(test_on_data_error_body_is_buffered),
+		cmocka_unit_test(test_cancel_from_data_callback),
+		cmocka_unit_test(test_close_from_data_callback),
 		cmocka_unit_test(test_endpoint_label),
 	};
 

@@ -230,15 +230,16 @@ head_header(const char *head, const char *name, size_t *len)
 static void
 feed_head(struct attach *a, const char *data, size_t len)
 {
-	const char *end, *v;
+	const char *end = NULL, *v;
 	size_t head_len, vlen;
 	int status = 0;
 
-	if (buf_append(&a->head, data, len) != 0) {
+	if (buf_append(&a->head, data, len) != 0 ||
+	    ((end = strstr(a->head.ptr, "\r\n\r\n")) == NULL && a->head.len > HEAD_MAX)) {
 		finishf(a, -EPROTO, "attach to %s: %s", "the answer's head is too long");
 		return;
 	}
-	if ((end = strstr(a->head.ptr, "\r\n\r\n")) == NULL)
+	if (end == NULL)
 		return;
 	head_len = (size_t)(end - a->head.ptr) + 4;
 	if (sscanf(a->head.ptr, "HTTP/%*d.%*d %d", &status) != 1) {
@@ -317,8 +318,8 @@ receive(struct attach *a)
 			feed_head(a, a->rbuf, n);
 			break;
 		case ATTACH_ERROR_BODY:
-			buf_append(&a->head, a->rbuf, n);
-			if (a->head.len >= a->body_want)
+			/* A body past the cap: what came is enough for the message. */
+			if (buf_append(&a->head, a->rbuf, n) != 0 || a->head.len >= a->body_want)
 				fail_answer(a, a->head.ptr, a->head.len);
 			break;
 		case ATTACH_STREAM:
@@ -364,7 +365,8 @@ attach_open(struct engine *e, const char *container_id, attach_event_cb *on_atta
 	a->on_output = on_output;
 	a->on_done = on_done;
 	a->arg = arg;
-	buf_init(&a->head, HEAD_MAX);
+	/* A head, and what came with it in the same read. */
+	buf_init(&a->head, HEAD_MAX + READ_CHUNK);
 	buf_init(&a->out, BUF_UNLIMITED);
 	buf_init(&a->stdin_early, BUF_UNLIMITED);
 	frames_init(&a->frames);

@@ -14,6 +14,8 @@
  * otherwise on_attached comes once (error 0: start the container now, then
  * attach_send()), then on_output any number of times, then on_done exactly
  * once (also after attach_close()); the attach is freed after on_done.
+ * An on_attached with an error (the engine refused: its message is the
+ * cause) is followed by on_done with the same error and cause.
  */
 #ifndef EXECUTORS_DOCKER_ATTACH_H
 #define EXECUTORS_DOCKER_ATTACH_H

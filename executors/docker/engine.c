@@ -499,8 +499,7 @@ on_req_data(const char *data, size_t len, void *arg)
 }
 
 static struct http_req *
-request_new(struct engine *e, struct engine_call *c, const char *method, const char *path,
-    bool versioned)
+request_new(struct engine *e, const char *method, const char *path, bool versioned)
 {
 	struct http_req *r;
 	char *url, label[96];
@@ -522,7 +521,6 @@ request_new(struct engine *e, struct engine_call *c, const char *method, const c
 	http_req_deadline(r, NO_DEADLINE_MS);
 	http_req_attempt_timeout(r, NO_DEADLINE_MS);
 	http_req_response_cap(r, DEFAULT_RESPONSE_CAP);
-	(void)c;
 	return r;
 }
 
@@ -616,7 +614,7 @@ on_req_done(struct http_req *req, const struct http_result *res, void *arg)
 	    !negotiate(c, res, &message, &er.error)) {
 		/* No Api-Version header: the same call goes on with GET /version. */
 		c->kind = CALL_VERSION;
-		c->req = request_new(e, c, "GET", "/version", false);
+		c->req = request_new(e, "GET", "/version", false);
 		http_req_free(req);
 		if (call_start(c) == 0)
 			return;
@@ -647,7 +645,7 @@ engine_connect(struct engine *e, engine_done_cb *ready, void *arg)
 	if (e->closing)
 		return NULL;
 	c = call_new(e, CALL_PING, ready, arg);
-	c->req = request_new(e, c, "GET", "/_ping", false);
+	c->req = request_new(e, "GET", "/_ping", false);
 	if (call_start(c) != 0) {
 		free(c);
 		return NULL;
@@ -668,7 +666,7 @@ engine_call(struct engine *e, const char *method, const char *path,
 	if (opts == NULL)
 		opts = &none;
 	c = call_new(e, CALL_PLAIN, done, arg);
-	c->req = request_new(e, c, method, path, true);
+	c->req = request_new(e, method, path, true);
 	if (opts->tar_len > 0)
 		http_req_body_fd(c->req, "application/x-tar", opts->tar_fd, opts->tar_offset,
 		    opts->tar_len);

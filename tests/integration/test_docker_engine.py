@@ -25,8 +25,9 @@ IMAGE = "runner-test/busybox:1"
 BUSYBOX = "/bin/busybox"
 
 
-def engine_call(host, *args, timeout=60):
-    return subprocess.run([ENGINE_CALL, host, *args], capture_output=True, timeout=timeout)
+def engine_call(host, *args, input=None, timeout=60):
+    return subprocess.run([ENGINE_CALL, host, *args], input=input, capture_output=True,
+                          timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +41,7 @@ def busybox(docker_host, tmp_path_factory):
     root = tmp_path_factory.mktemp("busybox")
     os.makedirs(root / "bin")
     shutil.copy(BUSYBOX, root / "bin" / "busybox")
-    for tool in ("sh", "echo", "cat", "head", "tr", "sleep", "true", "false"):
+    for tool in ("sh", "echo", "cat", "head", "tr", "wc", "sleep", "true", "false"):
         os.symlink("busybox", root / "bin" / tool)
     env = dict(os.environ, DOCKER_HOST=docker_host)
     tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
@@ -90,6 +91,16 @@ def test_two_mib_of_output_survive(busybox):
     assert p.stdout == b"x" * n + b"\n"
     assert p.stderr == b"y" * n
     assert our_containers(busybox) == []
+
+
+def test_a_large_script_reaches_the_shell_whole(busybox):
+    # 2 MiB of stdin: more than the socket takes at once, so it is written in parts.
+    lines = ("a" * 1023 + "\n") * 2048
+    p = engine_call(busybox, "run", IMAGE, "-",
+                    input=f"wc -c <<'EOF'\n{lines}EOF\necho end >&2\n".encode())
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == str(len(lines)).encode()
+    assert p.stderr == b"end\n"
 
 
 def test_missing_image_is_the_daemons_message(busybox):

@@ -5,6 +5,7 @@
  *   engine_call HOST ping                     prints the negotiated API version
  *   engine_call HOST call METHOD PATH [JSON]  prints the status, then the body
  *   engine_call HOST run IMAGE SCRIPT         runs SCRIPT with sh in a new container
+ *                                             (SCRIPT "-": read it from stdin)
  *
  * HOST "" means the default ($DOCKER_HOST, then the standard socket).  run
  * creates a container (Cmd ["sh"], stdin open once, network none),
@@ -30,7 +31,9 @@
 static uv_loop_t loop;
 static struct engine *engine;
 static int exit_code = EXIT_TOOL;
-static const char *argv_method, *argv_path, *argv_json, *argv_image, *argv_script;
+static const char *argv_method, *argv_path, *argv_json, *argv_image;
+static char *script;
+static size_t script_len;
 static char *container_id;
 static struct attach *attach;
 
@@ -160,7 +163,7 @@ on_started(const struct engine_result *res, void *arg)
 			attach_close(attach);
 		return;
 	}
-	attach_send(attach, argv_script, strlen(argv_script));
+	attach_send(attach, script, script_len);
 }
 
 static void
@@ -254,6 +257,28 @@ on_ready(const struct engine_result *res, void *arg)
 		create_container();
 }
 
+static char *
+read_stdin(size_t *len)
+{
+	size_t cap = 65536, n = 0;
+	char *b = xmalloc(cap);
+	ssize_t r;
+
+	while ((r = read(0, b + n, cap - n)) != 0) {
+		if (r == -1) {
+			if (errno == EINTR)
+				continue;
+			fprintf(stderr, "engine_call: reading stdin: %s\n", strerror(errno));
+			exit(EXIT_TOOL);
+		}
+		n += (size_t)r;
+		if (n == cap)
+			b = xrealloc(b, cap *= 2);
+	}
+	*len = n;
+	return b;
+}
+
 static void
 usage(void)
 {
@@ -277,7 +302,12 @@ main(int argc, char **argv)
 		argv_json = argc == 6 ? argv[5] : NULL;
 	} else if (strcmp(argv[2], "run") == 0 && argc == 5) {
 		argv_image = argv[3];
-		argv_script = argv[4];
+		if (strcmp(argv[4], "-") == 0)
+			script = read_stdin(&script_len);
+		else {
+			script = xstrdup(argv[4]);
+			script_len = strlen(script);
+		}
 	} else if (strcmp(argv[2], "ping") != 0 || argc != 3)
 		usage();
 	uv_loop_init(&loop);
@@ -287,6 +317,7 @@ main(int argc, char **argv)
 	if ((engine = engine_new(&cfg, &cause)) == NULL) {
 		fprintf(stderr, "engine_call: %s\n", cause);
 		free(cause);
+		free(script);
 		return EXIT_TOOL;
 	}
 	if (engine_connect(engine, on_ready, argv[2]) == NULL) {
@@ -295,5 +326,6 @@ main(int argc, char **argv)
 	}
 	uv_run(&loop, UV_RUN_DEFAULT);
 	uv_loop_close(&loop);
+	free(script);
 	return exit_code;
 }

@@ -159,9 +159,10 @@ void		 http_req_response_fd(struct http_req *r, int fd);
  * into memory (the response cap does not apply to it); other answers'
  * bodies still land in the buffer, for the error message.  A retried
  * request may stream again from the first byte: streamed requests want
- * HTTP_NO_RETRY.  cb must not free the request; it may cancel it, and
- * then the done callback comes (-ECANCELED) once libcurl has let go of
- * the transfer, not from inside http_req_cancel().
+ * HTTP_NO_RETRY.  cb runs inside libcurl: it must not free the request
+ * nor start one (libcurl refuses that from its callbacks: the start fails);
+ * it may cancel it, and then the done callback comes (-ECANCELED) once
+ * libcurl has let go of the transfer, not from inside http_req_cancel().
  */
 typedef void	http_data_cb(const char *data, size_t len, void *arg);
 void		 http_req_on_data(struct http_req *r, http_data_cb *cb, void *arg);

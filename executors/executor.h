@@ -135,6 +135,7 @@ struct exec_job_spec {
 	bool			 native_stop;		/* FF_USE_NATIVE_CONTAINER_STOP */
 	bool			 debug_services;	/* CI_DEBUG_SERVICES */
 	uint64_t		 stop_grace_ms;		/* SIGTERM to SIGKILL */
+	const char		*work_dir;	/* the executor's files (the helper bundle) */
 	exec_say_cb		*say;
 	exec_output_cb		*on_output;	/* service logs (stream 1 or 2) */
 	exec_record_cb		*record;

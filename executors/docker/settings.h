@@ -115,5 +115,7 @@ struct docker_settings {
 };
 
 void	docker_settings_release(struct docker_settings *s);
+/* A deep copy of from into to (a job keeps its own). */
+void	docker_settings_copy(struct docker_settings *to, const struct docker_settings *from);
 
 #endif

@@ -45,6 +45,10 @@ enum spec_kind {
 	K_SECTION,	/* a sub-table read with its own specs */
 	K_FLAGS,	/* [feature_flags]: FF_NAME = bool */
 	K_LABELS,	/* labels: name = "value"; offset of the array, count after */
+	K_POLICIES,	/* struct strv: one string or an array of strings */
+	K_MAP,		/* struct strv of "key=value": a table of strings */
+	K_SERVICES,	/* [[runners.docker.services]]; offset of the array, count after */
+	K_UNSUPPORTED,	/* a known key this build does not act on: warned about */
 	K_OPAQUE,	/* a known table this build keeps but does not read */
 	K_ANY,		/* a known key this build does not use */
 };
@@ -90,6 +94,101 @@ static const struct spec custom_specs[] = {
 
 static const struct spec custom_build_dir_specs[] = {
 	{ "enabled", K_TRISTATE, RC(custom_build_dir_enabled), NULL },
+	END
+};
+
+#define DK(field)	RC(docker.field)
+#define SV(field)	offsetof(struct docker_service_settings, field)
+
+/* One [[runners.docker.services]] table; decoded into its own struct. */
+static const struct spec docker_service_specs[] = {
+	{ "name", K_STRING, SV(name), NULL },
+	{ "alias", K_STRING, SV(alias), NULL },
+	{ "entrypoint", K_STRINGS, SV(entrypoint), NULL },
+	{ "command", K_STRINGS, SV(command), NULL },
+	{ "environment", K_STRINGS, SV(environment), NULL },
+	{ "suspend_data_path", K_UNSUPPORTED, 0, NULL },
+	END
+};
+
+/* [runners.docker], with gitlab-runner's key names (common/config.go DockerConfig). */
+static const struct spec docker_specs[] = {
+	{ "host", K_STRING, DK(host), NULL },
+	{ "tls_verify", K_BOOL, DK(tls_verify), NULL },
+	{ "tls_cert_path", K_STRING, DK(tls_cert_path), NULL },
+	{ "image", K_STRING, DK(image), NULL },
+	{ "pull_policy", K_POLICIES, DK(pull_policy), NULL },
+	{ "allowed_pull_policies", K_POLICIES, DK(allowed_pull_policies), NULL },
+	{ "allowed_images", K_STRINGS, DK(allowed_images), NULL },
+	{ "allowed_services", K_STRINGS, DK(allowed_services), NULL },
+	{ "allowed_users", K_STRINGS, DK(allowed_users), NULL },
+	{ "allowed_privileged_images", K_STRINGS, DK(allowed_privileged_images), NULL },
+	{ "allowed_privileged_services", K_STRINGS, DK(allowed_privileged_services), NULL },
+	{ "helper_image", K_STRING, DK(helper_image), NULL },
+	{ "helper_image_flavor", K_STRING, DK(helper_image_flavor), NULL },
+	{ "disable_entrypoint_overwrite", K_BOOL, DK(disable_entrypoint_overwrite), NULL },
+	{ "services", K_SERVICES, DK(services), NULL },
+	{ "services_limit", K_INT, DK(services_limit), NULL },
+	{ "wait_for_services_timeout", K_INT, DK(wait_for_services_timeout), NULL },
+	{ "services_privileged", K_TRISTATE, DK(services_privileged), NULL },
+	{ "services_security_opt", K_STRINGS, DK(services_security_opt), NULL },
+	{ "services_tmpfs", K_MAP, DK(services_tmpfs), NULL },
+	{ "service_memory", K_STRING, DK(service_memory), NULL },
+	{ "service_memory_swap", K_STRING, DK(service_memory_swap), NULL },
+	{ "service_memory_reservation", K_STRING, DK(service_memory_reservation), NULL },
+	{ "service_cpus", K_STRING, DK(service_cpus), NULL },
+	{ "service_cpuset_cpus", K_STRING, DK(service_cpuset_cpus), NULL },
+	{ "service_cpu_shares", K_INT, DK(service_cpu_shares), NULL },
+	{ "services_devices", K_UNSUPPORTED, 0, NULL },
+	{ "service_cgroup_parent", K_UNSUPPORTED, 0, NULL },
+	{ "service_slot_cgroup_template", K_UNSUPPORTED, 0, NULL },
+	{ "service_gpus", K_UNSUPPORTED, 0, NULL },
+	{ "network_mode", K_STRING, DK(network_mode), NULL },
+	{ "network_mtu", K_INT, DK(network_mtu), NULL },
+	{ "enable_ipv6", K_BOOL, DK(enable_ipv6), NULL },
+	{ "hostname", K_STRING, DK(hostname), NULL },
+	{ "dns", K_STRINGS, DK(dns), NULL },
+	{ "dns_search", K_STRINGS, DK(dns_search), NULL },
+	{ "extra_hosts", K_STRINGS, DK(extra_hosts), NULL },
+	{ "links", K_STRINGS, DK(links), NULL },
+	{ "volumes", K_STRINGS, DK(volumes), NULL },
+	{ "cache_dir", K_STRING, DK(cache_dir), NULL },
+	{ "disable_cache", K_BOOL, DK(disable_cache), NULL },
+	{ "volume_keep", K_BOOL, DK(volume_keep), NULL },
+	{ "volume_driver", K_STRING, DK(volume_driver), NULL },
+	{ "volume_driver_ops", K_MAP, DK(volume_driver_ops), NULL },
+	{ "volumes_from", K_STRINGS, DK(volumes_from), NULL },
+	{ "privileged", K_BOOL, DK(privileged), NULL },
+	{ "user", K_STRING, DK(user), NULL },
+	{ "userns_mode", K_STRING, DK(userns_mode), NULL },
+	{ "runtime", K_STRING, DK(runtime), NULL },
+	{ "isolation", K_STRING, DK(isolation), NULL },
+	{ "pid_mode", K_STRING, DK(pid_mode), NULL },
+	{ "ipcmode", K_STRING, DK(ipcmode), NULL },
+	{ "cap_add", K_STRINGS, DK(cap_add), NULL },
+	{ "cap_drop", K_STRINGS, DK(cap_drop), NULL },
+	{ "security_opt", K_STRINGS, DK(security_opt), NULL },
+	{ "devices", K_STRINGS, DK(devices), NULL },
+	{ "device_cgroup_rules", K_STRINGS, DK(device_cgroup_rules), NULL },
+	{ "gpus", K_STRING, DK(gpus), NULL },
+	{ "group_add", K_STRINGS, DK(group_add), NULL },
+	{ "memory", K_STRING, DK(memory), NULL },
+	{ "memory_swap", K_STRING, DK(memory_swap), NULL },
+	{ "memory_reservation", K_STRING, DK(memory_reservation), NULL },
+	{ "cpus", K_STRING, DK(cpus), NULL },
+	{ "cpuset_cpus", K_STRING, DK(cpuset_cpus), NULL },
+	{ "cpuset_mems", K_STRING, DK(cpuset_mems), NULL },
+	{ "cpu_shares", K_INT, DK(cpu_shares), NULL },
+	{ "cgroup_parent", K_STRING, DK(cgroup_parent), NULL },
+	{ "shm_size", K_INT, DK(shm_size), NULL },
+	{ "oom_kill_disable", K_BOOL, DK(oom_kill_disable), NULL },
+	{ "oom_score_adjust", K_INT, DK(oom_score_adjust), NULL },
+	{ "tmpfs", K_MAP, DK(tmpfs), NULL },
+	{ "sysctls", K_MAP, DK(sysctls), NULL },
+	{ "ulimit", K_MAP, DK(ulimit), NULL },
+	{ "container_labels", K_MAP, DK(container_labels), NULL },
+	{ "log_options", K_MAP, DK(log_options), NULL },
+	{ "mac_address", K_STRING, DK(mac_address), NULL },
 	END
 };
 
@@ -142,7 +241,7 @@ static const struct spec runner_specs[] = {
 	{ "experimental", K_OPAQUE, 0, NULL },
 	{ "instance", K_OPAQUE, 0, NULL },
 	{ "ssh", K_OPAQUE, 0, NULL },
-	{ "docker", K_OPAQUE, 0, NULL },
+	{ "docker", K_SECTION, 0, docker_specs },
 	{ "parallels", K_OPAQUE, 0, NULL },
 	{ "virtualbox", K_OPAQUE, 0, NULL },
 	{ "machine", K_OPAQUE, 0, NULL },
@@ -242,7 +341,7 @@ static const struct {
  * What this build can run.  The executors/ table will take this over
  * when there is more than one executor.
  */
-static const char *const supported_executors[] = { "shell", NULL };
+static const char *const supported_executors[] = { "shell", "docker", NULL };
 static const char *const supported_shells[] = { "bash", "sh", NULL };
 
 struct loader {
@@ -513,6 +612,79 @@ decode_value(struct loader *ld, const struct spec *sp, const struct toml_value *
 		}
 		break;
 	}
+	case K_POLICIES: {
+		struct strv *sv = (struct strv *)field;
+
+		if (v->type == TOML_STRING) {
+			strv_release(sv);
+			strv_push(sv, v->u.s.ptr);
+			break;
+		}
+		if (v->type != TOML_ARRAY) {
+			load_error(ld, v, "%s must be a string or an array of strings, not %s",
+			    path, a_type(v->type));
+			break;
+		}
+		decode_value(ld, &(struct spec){ sp->name, K_STRINGS, sp->offset, NULL },
+		    v, base, path);
+		break;
+	}
+	case K_MAP: {
+		struct strv *sv = (struct strv *)field;
+
+		if (!want_type(ld, path, v, TOML_TABLE))
+			break;
+		strv_release(sv);
+		for (i = 0; i < v->u.table.len; i++) {
+			const struct toml_kv *kv = &v->u.table.items[i];
+			char *name = key_text(&kv->key);
+			char *pair;
+
+			if (kv->value->type != TOML_STRING) {
+				load_error(ld, kv->value, "%s.%s must be a string, not %s",
+				    path, name, a_type(kv->value->type));
+				free(name);
+				break;
+			}
+			/* The name ends at the first '=' when the pair is split again. */
+			if (strchr(name, '=') != NULL || *name == '\0') {
+				load_error(ld, kv->value, "%s: the key \"%s\" must be "
+				    "non-empty and hold no '='", path, name);
+				free(name);
+				break;
+			}
+			pair = xasprintf("%s=%s", name, kv->value->u.s.ptr);
+			strv_push(sv, pair);
+			free(pair);
+			free(name);
+		}
+		break;
+	}
+	case K_SERVICES: {
+		struct docker_service_settings **svc = (struct docker_service_settings **)field;
+		size_t *n = COUNT_AFTER(base, sp->offset);
+
+		if (!want_type(ld, path, v, TOML_ARRAY))
+			break;
+		if (*n > 0)	/* a key twice is a TOML error; never two arrays */
+			break;
+		*svc = v->u.array.len > 0 ? xcalloc(v->u.array.len, sizeof(**svc)) : NULL;
+		for (i = 0; i < v->u.array.len && ld->cause == NULL; i++) {
+			const struct toml_value *e = v->u.array.items[i];
+			char *at = xasprintf("%s[%zu]", path, i);
+
+			(*n)++;
+			if (want_type(ld, at, e, TOML_TABLE))
+				decode_table(ld, e, docker_service_specs, &(*svc)[i], at);
+			if (ld->cause == NULL && (*svc)[i].name == NULL)
+				load_error(ld, e, "%s has no name (the service's image)", at);
+			free(at);
+		}
+		break;
+	}
+	case K_UNSUPPORTED:
+		load_warning(ld, v, "%s is not supported by this build (ignored)", path);
+		break;
 	case K_OPAQUE:
 		want_type(ld, path, v, TOML_TABLE);
 		break;
@@ -578,6 +750,8 @@ release_fields(const struct spec *specs, void *base)
 			*(char **)field = NULL;
 			break;
 		case K_STRINGS:
+		case K_POLICIES:
+		case K_MAP:
 			strv_release((struct strv *)field);
 			break;
 		case K_SECTION:
@@ -765,6 +939,8 @@ runner_defaults(struct runner_config *rc)
 	rc->custom.cleanup_exec_timeout = 3600;
 	rc->custom.graceful_kill_timeout = 600;
 	rc->custom.force_kill_timeout = 600;
+	rc->docker.services_limit = -1;
+	rc->docker.services_privileged = -1;
 }
 
 /* Values the file left at zero or unset mean gitlab-runner's defaults. */
@@ -814,7 +990,7 @@ runner_finish(struct runner_config *rc)
 		set_problem(rc, "executor is not set");
 	else if (!config_executor_supported(rc->executor))
 		set_problem(rc, "executor \"%s\" is not supported by this build "
-		    "(supported: shell)", rc->executor);
+		    "(supported: shell, docker)", rc->executor);
 	else if (!config_shell_supported(rc->shell))
 		set_problem(rc, "shell \"%s\" is not supported by this build "
 		    "(supported: bash, sh)", rc->shell);
@@ -985,6 +1161,7 @@ config_release(struct config *cfg)
 		struct runner_config *rc = &cfg->runners[i];
 
 		log_secret_drop(rc->token_mask);
+		docker_settings_release(&rc->docker);	/* K_SERVICES is its own */
 		release_fields(runner_specs, rc);
 		free(rc->problem);
 	}

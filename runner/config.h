@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "executors/docker/settings.h"
 #include "lib/strv.h"
 #include "runner/toml.h"
 
@@ -119,6 +120,7 @@ struct runner_config {
 	size_t		 n_labels;
 	struct config_cache cache;
 	struct config_custom custom;
+	struct docker_settings docker;	/* [runners.docker] */
 };
 
 struct config {

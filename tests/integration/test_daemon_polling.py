@@ -309,14 +309,14 @@ def test_run_single_max_builds(gitlab, daemons):
 def test_bad_entry_is_named_and_skipped(gitlab, daemons):
     good = gitlab.add_runner(token=new_token())
     bad = new_token()
-    d = daemons(gitlab, [entry(gitlab, bad, "dockerish", executor="docker"),
+    d = daemons(gitlab, [entry(gitlab, bad, "kubish", executor="kubernetes"),
                          entry(gitlab, good, "good-one")])
     job = add_job(gitlab, good, script=["echo fine"])
     d.start()
     gitlab.wait_for_job(job, "success", timeout=15)
     wait_until(lambda: len(job_requests_of(gitlab, good.token)) >= 2, 5, "good-one to poll")
     assert d.stop() == 0
-    assert re.search(r'dockerish.*skipped.*docker', d.stderr), d.stderr
+    assert re.search(r'kubish.*skipped.*kubernetes', d.stderr), d.stderr
     assert job_requests_of(gitlab, bad) == []
     check_run(gitlab, d, [job])
 

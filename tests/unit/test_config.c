@@ -277,7 +277,7 @@ test_entry_problems_do_not_fail_the_load(void **state)
 
 	load_ok(f,
 	    "[[runners]]\nurl = \"ftp://x\"\ntoken = \"t\"\nexecutor = \"shell\"\n"
-	    "[[runners]]\nurl = \"https://x\"\ntoken = \"t\"\nexecutor = \"docker\"\n"
+	    "[[runners]]\nurl = \"https://x\"\ntoken = \"t\"\nexecutor = \"kubernetes\"\n"
 	    "[[runners]]\nurl = \"https://x\"\ntoken = \"t\"\nexecutor = \"shell\"\nlimit = -2\n"
 	    "[[runners]]\nurl = \"https://x\"\nexecutor = \"shell\"\n"
 	    "[[runners]]\nurl = \"https://\"\ntoken = \"t\"\nexecutor = \"shell\"\n"
@@ -288,7 +288,7 @@ test_entry_problems_do_not_fail_the_load(void **state)
 	assert_string_equal(cfg.runners[0].problem,
 	    "url is not an http:// or https:// URL (url = \"ftp://x\")");
 	assert_string_equal(cfg.runners[1].problem,
-	    "executor \"docker\" is not supported by this build (supported: shell)");
+	    "executor \"kubernetes\" is not supported by this build (supported: shell, docker)");
 	assert_string_equal(cfg.runners[2].problem,
 	    "limit is -2; it must be 0 (no limit) or more");
 	assert_string_equal(cfg.runners[3].problem,
@@ -547,6 +547,84 @@ test_remote_cache_type_is_named(void **state)
 }
 
 
+/* [runners.docker] with gitlab-runner's keys and shapes (common/config.go DockerConfig). */
+static void
+test_docker_section(void **state)
+{
+	struct fixture *f = *state;
+	const struct docker_settings *d;
+	struct config cfg;
+	char *cause;
+
+	load_ok(f,
+	    "[[runners]]\nurl = \"https://x\"\ntoken = \"t\"\nexecutor = \"docker\"\n"
+	    "[runners.docker]\n"
+	    "host = \"unix:///run/d.sock\"\nimage = \"alpine:3\"\nprivileged = true\n"
+	    "pull_policy = \"if-not-present\"\n"
+	    "allowed_pull_policies = [\"always\", \"never\"]\n"
+	    "volumes = [\"/cache\", \"/h:/c:ro\"]\nshm_size = 300000\n"
+	    "services_limit = 2\nservices_privileged = false\nwait_for_services_timeout = -1\n"
+	    "memory = \"128m\"\ncpus = \"1.5\"\nnetwork_mode = \"host\"\n"
+	    "tmpfs = { \"/scratch\" = \"rw,size=64m\" }\n"
+	    "service_gpus = \"all\"\n"
+	    "[runners.docker.sysctls]\n\"net.ipv4.ip_forward\" = \"1\"\n"
+	    "[[runners.docker.services]]\nname = \"redis:7\"\nalias = \"cache, kv\"\n"
+	    "command = [\"redis-server\", \"--save\", \"\"]\nenvironment = [\"A=1\"]\n"
+	    "[[runners.docker.services]]\nname = \"postgres\"\nentrypoint = [\"/e\"]\n",
+	    &cfg);
+	assert_int_equal(cfg.n_runners, 1);
+	assert_null(cfg.runners[0].problem);
+	d = &cfg.runners[0].docker;
+	assert_string_equal(d->host, "unix:///run/d.sock");
+	assert_string_equal(d->image, "alpine:3");
+	assert_true(d->privileged);
+	assert_int_equal(d->pull_policy.n, 1);
+	assert_string_equal(d->pull_policy.v[0], "if-not-present");
+	assert_int_equal(d->allowed_pull_policies.n, 2);
+	assert_string_equal(d->allowed_pull_policies.v[1], "never");
+	assert_int_equal(d->volumes.n, 2);
+	assert_int_equal(d->shm_size, 300000);
+	assert_int_equal(d->services_limit, 2);
+	assert_int_equal(d->services_privileged, 0);
+	assert_int_equal(d->wait_for_services_timeout, -1);
+	assert_string_equal(d->memory, "128m");
+	assert_int_equal(d->tmpfs.n, 1);
+	assert_string_equal(d->tmpfs.v[0], "/scratch=rw,size=64m");
+	assert_string_equal(d->sysctls.v[0], "net.ipv4.ip_forward=1");
+	assert_int_equal(d->n_services, 2);
+	assert_string_equal(d->services[0].name, "redis:7");
+	assert_string_equal(d->services[0].alias, "cache, kv");
+	assert_int_equal(d->services[0].command.n, 3);
+	assert_string_equal(d->services[0].command.v[2], "");
+	assert_string_equal(d->services[0].environment.v[0], "A=1");
+	assert_null(d->services[1].alias);
+	assert_string_equal(d->services[1].entrypoint.v[0], "/e");
+	config_release(&cfg);
+
+	/* Unset: gitlab-runner's defaults. */
+	load_ok(f, "[[runners]]\nurl = \"https://x\"\ntoken = \"t\"\nexecutor = \"docker\"\n", &cfg);
+	d = &cfg.runners[0].docker;
+	assert_int_equal(d->services_limit, -1);
+	assert_int_equal(d->services_privileged, -1);
+	assert_int_equal(d->pull_policy.n, 0);
+	assert_int_equal(d->n_services, 0);
+	config_release(&cfg);
+
+	cause = load_fails(f, "[[runners]]\n[runners.docker]\npull_policy = 3\n");
+	assert_non_null(strstr(cause, "runners[0].docker.pull_policy must be a string or an "
+	    "array of strings, not an integer"));
+	free(cause);
+	cause = load_fails(f, "[[runners]]\n[runners.docker]\nsysctls = { a = 1 }\n");
+	assert_non_null(strstr(cause, "runners[0].docker.sysctls.a must be a string"));
+	free(cause);
+	cause = load_fails(f, "[[runners]]\n[[runners.docker.services]]\nalias = \"x\"\n");
+	assert_non_null(strstr(cause, "runners[0].docker.services[0] has no name"));
+	free(cause);
+	cause = load_fails(f, "[[runners]]\n[runners.docker]\nservices = [\"redis\"]\n");
+	assert_non_null(strstr(cause, "runners[0].docker.services[0] must be a table"));
+	free(cause);
+}
+
 int
 main(void)
 {
@@ -565,6 +643,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_save_creates_directory_and_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_save_through_symlink_updates_target, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_cache_type_is_named, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_docker_section, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

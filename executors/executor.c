@@ -8,11 +8,13 @@
 
 #include "executors/executor.h"
 
-/* Defined in the executor's own file (shell.c). */
+/* Defined in the executor's own file (shell.c, docker/docker.c). */
 extern const struct executor_ops	shell_executor;
+extern const struct executor_ops	docker_executor;
 
 static const struct executor_ops *const executors[] = {
 	&shell_executor,
+	&docker_executor,
 };
 
 const struct executor_ops *

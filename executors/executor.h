@@ -32,6 +32,7 @@
 
 struct exec;
 struct exec_job;
+struct exec_sweep;
 
 /* Which of the job's places a stage runs in (docker: the container). */
 enum exec_where {
@@ -170,12 +171,18 @@ struct executor_ops {
 	 * Remove what this runner (system_id) left behind in the executor's
 	 * engine: everything labelled with it whose job is not in keep, and
 	 * the objects named in recorded ("container:NAME", as exec_record_cb
-	 * was told).  NULL for executors with nothing to sweep.  0 and cb
-	 * once, or -1 with *cause.
+	 * was told).  created_before (unix seconds, 0: any) spares what is
+	 * newer, so that a sweep beside running jobs cannot take what a job
+	 * that started meanwhile made.  NULL for executors with nothing to
+	 * sweep.  cb comes once, unless NULL is returned (with *cause).
 	 */
-	int		(*sweep)(uv_loop_t *loop, const void *settings, const char *system_id,
-			    const int64_t *keep, size_t n_keep, const struct strv *recorded,
-			    exec_sweep_cb *cb, void *arg, char **cause);
+	struct exec_sweep *(*sweep)(uv_loop_t *loop, const void *settings,
+			    const char *system_id,
+			    const int64_t *keep, size_t n_keep, int64_t created_before,
+			    const struct strv *recorded, exec_sweep_cb *cb, void *arg,
+			    char **cause);
+	/* Stop a sweep: its cb comes, -ECANCELED. */
+	void		(*sweep_cancel)(struct exec_sweep *w);
 	struct exec	*(*start)(uv_loop_t *loop, const struct exec_stage *stage,
 			    exec_output_cb *on_output, exec_done_cb *on_done, void *arg,
 			    char **cause);

@@ -32,6 +32,9 @@ fakeroot
 lintian
 docker.io
 busybox-static
+podman
+docker-registry
+apache2-utils
 python3-yaml
 systemd
 "

@@ -44,6 +44,7 @@
 #include "runner/job.h"
 #include "runner/metrics_server.h"
 #include "runner/sd_notify.h"
+#include "runner/sweeper.h"
 #include "runner/system_id.h"
 
 #define CONFIG_CHECK_MS		3000
@@ -73,6 +74,7 @@ struct run {
 	uv_timer_t	 wait_check;	/* run-single --wait-timeout */
 	uint64_t	 wait_timeout_ms;
 	uint64_t	 idle_since_ms;
+	struct sweeper	*sweeper;	/* container jobs' leftovers */
 };
 
 static const char *const state_names[] = {
@@ -273,6 +275,8 @@ start_recovery(struct run *r)
 	struct job_env env = { .loop = d->loop, .api = d->api };
 
 	uv_timer_start(&r->recovery_wait, on_recovery_wait, r->recovery_wait_ms, 0);
+	/* Beside the reports: what the crashed run's containers left, before any new job. */
+	r->sweeper = sweeper_new(d, env_ms("RUNNER_SWEEP_INTERVAL_MS"));
 	/* With nothing to send, on_recovered() enters RUNNING from in here. */
 	job_recover(&env, d->state_dir, &d->recovery_info.info, on_recovered, r);
 }
@@ -587,6 +591,9 @@ close_all(struct run *r)
 
 	metrics_server_close(r->metrics);
 	r->metrics = NULL;
+	if (r->sweeper != NULL)
+		sweeper_close(r->sweeper);
+	r->sweeper = NULL;
 	stop_pollers(d);
 	/* Jobs still here (shutdown_timeout) are left to the journal. */
 	api_close(d->api);

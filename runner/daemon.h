@@ -91,6 +91,8 @@ bool		 poller_free_if_idle(struct poller *p);
 void		 poller_kick(struct poller *p);
 struct poller	*poller_next(struct poller *p);
 void		 poller_set_next(struct poller *p, struct poller *next);
+/* Append the IDs of this entry's running jobs to *ids (n so far); the new count. */
+size_t		 poller_job_ids(const struct poller *p, int64_t **ids, size_t n);
 /* The entry as identified across reloads: url + token. */
 bool		 poller_matches(const struct poller *p, const struct runner_config *rc);
 

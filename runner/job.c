@@ -39,6 +39,7 @@
 #include "runner/gitlab_metrics.h"
 #include "runner/info.h"
 #include "runner/job.h"
+#include "runner/job_exec.h"
 #include "runner/journal.h"
 #include "runner/mask.h"
 #include "runner/script.h"
@@ -54,16 +55,20 @@ extern char **environ;
 
 enum job_state {
 	JOB_ACKNOWLEDGING,	/* PUT state=running sent; nothing runs yet */
+	JOB_PREPARING,		/* the executor's job part is being made (images, services) */
 	JOB_RUNNING,		/* stages[stage] is running */
 	JOB_STOPPING,		/* stages[stage] was told to stop; waiting for it */
+	JOB_CLEANING,		/* the stages are over; the executor removes what it made */
 	JOB_REPORTING,		/* the log is complete; the trace delivers it and the report */
 	JOB_DONE,		/* done was called; freed once the handles closed */
 };
 
 static const char *const state_names[] = {
 	[JOB_ACKNOWLEDGING]	= "acknowledging",
+	[JOB_PREPARING]		= "preparing",
 	[JOB_RUNNING]		= "running",
 	[JOB_STOPPING]		= "stopping",
+	[JOB_CLEANING]		= "cleaning",
 	[JOB_REPORTING]		= "reporting",
 	[JOB_DONE]		= "done",
 };
@@ -160,6 +165,19 @@ struct job {
 	struct trace		*trace;
 	struct api_call		*ack_call;
 	struct exec		*exec;
+	/*
+	 * The executor's job part (docker), from JOB_PREPARING until the
+	 * executor closed it in JOB_CLEANING; xspec is what it was opened
+	 * with.  A ready or closed that comes during job_open() or
+	 * job_close() itself is kept in early_* and acted on after it.
+	 */
+	struct job_exec		*xspec;
+	struct exec_job		*xjob;
+	bool			 in_open;
+	bool			 early;
+	int			 early_status;
+	const char		*early_reason;
+	char			*early_cause;
 	uv_timer_t		 timeout;
 	int			 open_handles;
 
@@ -203,6 +221,8 @@ struct job {
 
 static void	job_enter(struct job *, enum job_state);
 static void	run_next_stage(struct job *);
+static void	open_executor(struct job *);
+static void	close_executor(struct job *);
 
 /*
  * Where gitlab_runner_jobs shows the job, as gitlab-runner's shell
@@ -216,10 +236,12 @@ metrics_at(struct job *job, const char *stage)
 	case JOB_ACKNOWLEDGING:
 		gitlab_metrics_job_at(job->metrics, "pending", stage, "");
 		break;
+	case JOB_PREPARING:
 	case JOB_RUNNING:
 	case JOB_STOPPING:
 		gitlab_metrics_job_at(job->metrics, "running", stage, "prepare");
 		break;
+	case JOB_CLEANING:
 	case JOB_REPORTING:
 		gitlab_metrics_job_at(job->metrics, ending_runtime_states[job->ending], stage,
 		    "cleanup");
@@ -249,6 +271,7 @@ job_settings_release(struct job_settings *s)
 	free(s->tls_cert_file);
 	free(s->tls_key_file);
 	free(s->state_dir);
+	docker_settings_release(&s->docker);
 	strv_release(&s->environment);
 	memset(s, 0, sizeof(*s));
 }
@@ -473,6 +496,11 @@ on_timeout_closed(uv_handle_t *h)
 	if (--job->open_handles > 0)
 		return;
 	free(job->stages);
+	if (job->xspec != NULL) {
+		job_exec_release(job->xspec);
+		free(job->xspec);
+	}
+	free(job->early_cause);
 	script_input_release(&job->input);
 	job_prep_release(&job->prep);
 	free(job->prep_error);
@@ -729,7 +757,8 @@ run_next_stage(struct job *job)
 	char *script = NULL, *cause = NULL, name[64];
 	size_t i;
 
-	for (i = job->state == JOB_ACKNOWLEDGING ? 0 : job->stage + 1; i < job->n_stages; i++) {
+	for (i = job->state == JOB_ACKNOWLEDGING || job->state == JOB_PREPARING ? 0 :
+	    job->stage + 1; i < job->n_stages; i++) {
 		st = &job->stages[i];
 		if (!stage_wanted(job, st))
 			continue;
@@ -740,7 +769,7 @@ run_next_stage(struct job *job)
 	}
 	if (i >= job->n_stages) {
 		stage_timer_stop(job);
-		job_enter(job, JOB_REPORTING);
+		job_enter(job, job->xjob != NULL ? JOB_CLEANING : JOB_REPORTING);
 		return;
 	}
 	job->stage = i;
@@ -770,7 +799,11 @@ run_next_stage(struct job *job)
 	es.script = script;
 	es.env = environ;	/* the job's variables are exported by the script */
 	es.cwd = NULL;
-	es.user = job->set.user;
+	es.user = job->xjob == NULL ? job->set.user : NULL;	/* --user is the shell's */
+	es.job = job->xjob;
+	/* gitlab-runner's predefined stages run in the helper, the user's in the image. */
+	es.where = st->kind == STAGE_USER || st->kind == STAGE_AFTER ? EXEC_IN_BUILD :
+	    EXEC_IN_HELPER;
 	job->exec = ex->start(job->env.loop, &es, on_output, on_stage_done, job, &cause);
 	explicit_bzero(script, strlen(script));
 	free(script);
@@ -782,10 +815,18 @@ run_next_stage(struct job *job)
 	}
 }
 
-/* Stop the running stage; on_stage_done() comes when it has. */
+/*
+ * Stop the running stage; on_stage_done() comes when it has.  While the
+ * executor prepares, stop that instead: its ready comes, canceled.
+ */
 static void
 stop_stage(struct job *job, uint64_t grace_ms)
 {
+	if (job->state == JOB_PREPARING) {
+		if (job->xjob != NULL)
+			job->env.executor->job_abort(job->xjob);
+		return;
+	}
 	if (job->exec != NULL) {
 		job->env.executor->cancel(job->exec, grace_ms);
 		if (job->state == JOB_RUNNING)
@@ -809,7 +850,7 @@ on_timeout(uv_timer_t *t)
 	int64_t secs = job->payload->runner_info.timeout > 0 ?
 	    job->payload->runner_info.timeout : DEFAULT_JOB_TIMEOUT_S;
 
-	if (job->state >= JOB_REPORTING)
+	if (job->state >= JOB_CLEANING)
 		return;
 	job_fail(job, JOB_ENDING_TIMED_OUT, "job_execution_timeout", 0,
 	    "execution took longer than %" PRId64 " seconds", secs);
@@ -822,7 +863,7 @@ on_cancel_requested(void *arg)
 	struct job *job = arg;
 	const struct stage *st;
 
-	if (job->state != JOB_RUNNING)
+	if (job->state != JOB_RUNNING && job->state != JOB_PREPARING)
 		return;
 	st = &job->stages[job->stage];
 	if (st->kind != STAGE_USER && st->kind != STAGE_PRE)
@@ -840,7 +881,7 @@ on_aborted(void *arg)
 {
 	struct job *job = arg;
 
-	if (job->state >= JOB_REPORTING || job->state == JOB_ACKNOWLEDGING)
+	if (job->state >= JOB_CLEANING || job->state == JOB_ACKNOWLEDGING)
 		return;
 	job_fail(job, JOB_ENDING_ABORTED, "job_canceled", 0,
 	    "aborted: the job was canceled or failed in GitLab");
@@ -873,7 +914,7 @@ on_stage_timer(uv_timer_t *t)
 void
 job_interrupt(struct job *job)
 {
-	if (job->state >= JOB_REPORTING)
+	if (job->state >= JOB_CLEANING)
 		return;
 	job_fail(job, JOB_ENDING_INTERRUPTED, "runner_interrupted", 0,
 	    "aborted: the runner is shutting down");
@@ -894,6 +935,13 @@ job_abandon(struct job *job)
 	switch (job->state) {
 	case JOB_ACKNOWLEDGING:
 		job_enter(job, JOB_REPORTING);
+		break;
+	case JOB_PREPARING:
+		/* The executor's ready comes canceled; cleaning leads to the report. */
+		stop_stage(job, 0);
+		break;
+	case JOB_CLEANING:
+		/* Removing the job's containers is quick; the report stops there. */
 		break;
 	case JOB_RUNNING:
 	case JOB_STOPPING:
@@ -959,6 +1007,109 @@ prepare_dirs(struct job *job)
 	return 0;
 }
 
+/* ---- the executor's job part (docker) ---- */
+
+static void
+on_exec_say(const char *line, void *arg)
+{
+	job_say(arg, "%s", line);
+}
+
+/* Into the journal before the executor creates it: a crash cannot leak it. */
+static int
+on_exec_record(const char *kind, const char *name, void *arg)
+{
+	struct job *job = arg;
+
+	strv_push_owned(&job->journal.executor_objects, xasprintf("%s:%s", kind, name));
+	write_journal(job);
+	return job->journaled ? 0 : -1;
+}
+
+static void
+prepared(struct job *job, int status, const char *reason, const char *cause)
+{
+	if (status == 0) {
+		run_next_stage(job);	/* a cancel that came meanwhile skips to cleanup */
+		return;
+	}
+	if (status != -ECANCELED || !job_failed(job)) {
+		if (reason != NULL && strcmp(reason, "runner_system_failure") == 0)
+			job_fail(job, JOB_ENDING_SYSTEM_FAILURE, reason, 0, "%s", cause);
+		else
+			job_fail(job, JOB_ENDING_FAILED, reason != NULL ? reason :
+			    "runner_system_failure", 0, "%s", cause);
+	}
+	job_enter(job, JOB_CLEANING);
+}
+
+static void
+on_prepared(int status, const char *reason, const char *cause, void *arg)
+{
+	struct job *job = arg;
+
+	if (job->in_open) {
+		job->early = true;
+		job->early_status = status;
+		job->early_reason = reason;
+		job->early_cause = xstrdup(cause != NULL ? cause : "");
+		return;
+	}
+	prepared(job, status, reason, cause != NULL ? cause : "");
+}
+
+static void
+open_executor(struct job *job)
+{
+	const struct executor_ops *ex = job->env.executor;
+	char *cause = NULL;
+
+	job->in_open = true;
+	job->xjob = ex->job_open(job->env.loop, &job->xspec->spec, on_prepared, job, &cause);
+	job->in_open = false;
+	if (job->xjob == NULL) {
+		job_fail(job, JOB_ENDING_SYSTEM_FAILURE, "runner_system_failure", 0, "%s", cause);
+		free(cause);
+		job_enter(job, JOB_REPORTING);
+		return;
+	}
+	if (job->early) {
+		job->early = false;
+		prepared(job, job->early_status, job->early_reason, job->early_cause);
+	}
+}
+
+static void
+on_closed(int status, const char *reason, const char *cause, void *arg)
+{
+	struct job *job = arg;
+
+	(void)reason;
+	job->xjob = NULL;	/* freed by the executor after we return */
+	if (status != 0) {
+		log_kv(LOG_LEVEL_WARN, LOG_FIELDS(LOG_JOB(job_id(job))),
+		    "cleaning up after the job: %s", cause);
+		job_say(job, "\033[0;33mWARNING: cleaning up after the job: %s", cause);
+	}
+	if (job->in_open) {
+		job->early = true;	/* called from job_close(): close_executor() goes on */
+		return;
+	}
+	job_enter(job, JOB_REPORTING);
+}
+
+static void
+close_executor(struct job *job)
+{
+	job->in_open = true;
+	job->env.executor->job_close(job->xjob, on_closed, job);
+	job->in_open = false;
+	if (job->early) {
+		job->early = false;
+		job_enter(job, JOB_REPORTING);
+	}
+}
+
 static void
 on_acknowledged(enum api_update_result result, const struct api_answer *answer,
     const struct api_job_state *st, void *arg)
@@ -1011,11 +1162,13 @@ on_acknowledged(enum api_update_result result, const struct api_answer *answer,
 		job_enter(job, JOB_REPORTING);
 		return;
 	}
-	job_say(job, "\033[36;1mPreparing the \"shell\" executor");
-	job_say(job, "Using Shell (%s) executor...", job->set.shell);
-	if (prepare_dirs(job) != 0) {
-		job_enter(job, JOB_REPORTING);
-		return;
+	job_say(job, "\033[36;1mPreparing the \"%s\" executor", job->env.executor->name);
+	if (job->xspec == NULL) {
+		job_say(job, "Using Shell (%s) executor...", job->set.shell);
+		if (prepare_dirs(job) != 0) {
+			job_enter(job, JOB_REPORTING);
+			return;
+		}
 	}
 	if (job->prep_error != NULL) {
 		job_say(job, "\033[31;1mERROR: %s", job->prep_error);
@@ -1024,7 +1177,10 @@ on_acknowledged(enum api_update_result result, const struct api_answer *answer,
 		job_enter(job, JOB_REPORTING);
 		return;
 	}
-	run_next_stage(job);
+	if (job->xspec != NULL)
+		job_enter(job, JOB_PREPARING);
+	else
+		run_next_stage(job);
 }
 
 /* The transition function: every change of state goes through here. */
@@ -1057,6 +1213,12 @@ job_enter(struct job *job, enum job_state to)
 		job->done(job, job->arg);
 		uv_close((uv_handle_t *)&job->timeout, on_timeout_closed);
 		uv_close((uv_handle_t *)&job->stage_timer, on_timeout_closed);
+		break;
+	case JOB_PREPARING:
+		open_executor(job);
+		break;
+	case JOB_CLEANING:
+		close_executor(job);
 		break;
 	case JOB_ACKNOWLEDGING:
 	case JOB_RUNNING:
@@ -1188,7 +1350,8 @@ job_start(const struct job_env *env, struct api_job *payload, struct job_setting
 		in.job_timeout = payload->runner_info.timeout;
 		in.environment = &job->set.environment;
 		in.rc = rc;
-		in.shared_env = true;
+		/* The shell's builds directory is shared by jobs; a container's is its own. */
+		in.shared_env = env->executor->job_open == NULL;
 		in.tls_ca_file = job->set.tls_ca_file;
 		in.tls_cert_file = job->set.tls_cert_file;
 		in.tls_key_file = job->set.tls_key_file;
@@ -1202,6 +1365,27 @@ job_start(const struct job_env *env, struct api_job *payload, struct job_setting
 	}
 	build_stages(job);
 	script_input_make(&job->input, payload, &job->set, &job->prep, job->url);
+	if (env->executor->job_open != NULL) {
+		struct job_exec_input xi = {
+			.payload = payload,
+			.prep = &job->prep,
+			.set = &job->set,
+			.settings = &job->set.docker,
+			.runner_token = creds->token,
+			.runner_id = rc->id,
+			.stop_grace_ms = kill_grace(job),
+		};
+		char *wd = xasprintf("%s/executor", job->set.state_dir);
+
+		xi.work_dir = wd;
+		job->xspec = xcalloc(1, sizeof(*job->xspec));
+		job_exec_make(job->xspec, &xi);
+		free(wd);
+		job->xspec->spec.say = on_exec_say;
+		job->xspec->spec.on_output = on_output;
+		job->xspec->spec.record = on_exec_record;
+		job->xspec->spec.arg = job;
+	}
 
 	if ((jdir = journal_dir(job->set.state_dir, &cause)) == NULL) {
 		log_kv(LOG_LEVEL_ERROR, LOG_FIELDS(LOG_JOB(payload->id)),

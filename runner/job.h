@@ -13,6 +13,7 @@
 #include <uv.h>
 
 #include "api/api.h"
+#include "executors/docker/settings.h"
 #include "lib/strv.h"
 
 struct job;
@@ -47,6 +48,7 @@ struct job_settings {
 	int		 concurrent_id;	/* CI_CONCURRENT_ID */
 	int		 concurrent_project_id; /* CI_CONCURRENT_PROJECT_ID */
 	char		*state_dir;	/* the journal lives below it */
+	struct docker_settings docker;	/* [runners.docker], for the docker executor */
 	/* Timings (ms); 0 means the default.  Tests shorten them. */
 	uint64_t	 trace_interval_ms;
 	uint64_t	 keepalive_ms;

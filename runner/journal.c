@@ -75,6 +75,14 @@ journal_write(const char *path, const struct journal_entry *e, char **cause)
 	put_string(doc, "log", e->log_path);
 	put_int(doc, "retry_limit", e->retry_limit);
 	put_string(doc, "progress", e->finished ? "finished" : "running");
+	if (e->executor_objects.n > 0) {
+		struct toml_value *a = toml_new_array();
+
+		for (size_t i = 0; i < e->executor_objects.n; i++)
+			toml_array_push(a, toml_new_string(e->executor_objects.v[i],
+			    strlen(e->executor_objects.v[i])));
+		toml_table_set(doc, "executor_objects", strlen("executor_objects"), a);
+	}
 	if (e->finished) {
 		put_string(doc, "state", e->state);
 		put_string(doc, "failure_reason", e->failure_reason);
@@ -156,6 +164,13 @@ journal_read(const char *path, struct journal_entry *e, char **cause)
 	e->state = get_string(doc, "state");
 	e->failure_reason = get_string(doc, "failure_reason");
 	e->exit_code = get_int(doc, "exit_code");
+	{
+		const struct toml_value *a = toml_get(doc, "executor_objects");
+
+		for (size_t i = 0; a != NULL && a->type == TOML_ARRAY && i < a->u.array.len; i++)
+			if (a->u.array.items[i]->type == TOML_STRING)
+				strv_push(&e->executor_objects, a->u.array.items[i]->u.s.ptr);
+	}
 	toml_free(doc);
 	if (e->job_id <= 0 || e->job_token == NULL || e->url == NULL || e->log_path == NULL) {
 		*cause = xasprintf("%s: not a journal entry (job_id, job_token, url or log "
@@ -180,6 +195,7 @@ journal_entry_release(struct journal_entry *e)
 	free(e->log_path);
 	free(e->state);
 	free(e->failure_reason);
+	strv_release(&e->executor_objects);
 	memset(e, 0, sizeof(*e));
 }
 

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lib/strv.h"
+
 struct journal_entry {
 	int64_t	 job_id;
 	char	*job_token;
@@ -26,6 +28,12 @@ struct journal_entry {
 	char	*failure_reason;
 	int64_t	 exit_code;
 	int64_t	 retry_limit;
+	/*
+	 * What the executor made for the job ("container:NAME",
+	 * "volume:NAME", "network:NAME"), each written here before it was
+	 * created: the sweep removes what a crash left.
+	 */
+	struct strv executor_objects;
 };
 
 /* <state dir>/journal, created (0700) if needed; the caller frees it. */

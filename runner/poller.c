@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "executors/docker/bundle.h"
 #include "executors/executor.h"
 #include "lib/backoff.h"
 #include "lib/clock.h"
@@ -36,6 +37,7 @@
 
 struct job_link {
 	struct job		*job;
+	int64_t			 job_id;
 	int			 concurrent_id;
 	int64_t			 project_id;
 	int			 concurrent_project_id;
@@ -276,12 +278,22 @@ start_job(struct poller *p, struct api_job *payload)
 	s.short_token = xstrdup(p->short_token);
 	s.system_id = xstrdup(d->system_id);
 	s.shell = xstrdup(rc->shell);
-	s.builds_dir = *rc->builds_dir == '/' ? xstrdup(rc->builds_dir) :
-	    xasprintf("%s/%s", d->builds_base, *rc->builds_dir ? rc->builds_dir : "builds");
-	/* gitlab-runner's shell executor: caches under <working dir>/cache by default. */
-	s.cache_dir = *rc->cache_dir == '/' ? xstrdup(rc->cache_dir) :
-	    xasprintf("%s/%s", d->builds_base, *rc->cache_dir ? rc->cache_dir : "cache");
-	s.runner_command = xstrdup(d->self_path);
+	env.executor = executor_find(rc->executor);
+	if (env.executor->job_open != NULL) {
+		/* Paths inside the job's containers, as gitlab-runner's docker executor has them. */
+		s.builds_dir = xstrdup(*rc->builds_dir == '/' ? rc->builds_dir : "/builds");
+		s.cache_dir = xstrdup(*rc->cache_dir == '/' ? rc->cache_dir : "/cache");
+		s.runner_command = xstrdup(BUNDLE_COMMAND);
+		docker_settings_copy(&s.docker, &rc->docker);
+	} else {
+		s.builds_dir = *rc->builds_dir == '/' ? xstrdup(rc->builds_dir) :
+		    xasprintf("%s/%s", d->builds_base, *rc->builds_dir ? rc->builds_dir :
+		    "builds");
+		/* gitlab-runner's shell executor: caches under <working dir>/cache by default. */
+		s.cache_dir = *rc->cache_dir == '/' ? xstrdup(rc->cache_dir) :
+		    xasprintf("%s/%s", d->builds_base, *rc->cache_dir ? rc->cache_dir : "cache");
+		s.runner_command = xstrdup(d->self_path);
+	}
 	s.user = d->user != NULL ? xstrdup(d->user) : NULL;
 	s.pre_build_script = xstrdup(rc->pre_build_script);
 	s.post_build_script = xstrdup(rc->post_build_script);
@@ -303,8 +315,8 @@ start_job(struct poller *p, struct api_job *payload)
 	s.final_backoff_ms = d->final_backoff_ms;
 	s.kill_grace_ms = d->kill_grace_ms;
 	runner_info_init(&info, &d->cfg, rc, true);
-	env.executor = executor_find(rc->executor);
 
+	l->job_id = payload->id;
 	l->concurrent_id = s.concurrent_id;
 	l->project_id = payload->job_info.project_id;
 	l->concurrent_project_id = s.concurrent_project_id;
@@ -315,6 +327,18 @@ start_job(struct poller *p, struct api_job *payload)
 	metrics_gauge_add("runner_jobs_running", "", 1);
 	d->builds_started++;
 	l->job = job_start(&env, payload, &s, &p->creds, &info, rc, on_job_done, p);
+}
+
+size_t
+poller_job_ids(const struct poller *p, int64_t **ids, size_t n)
+{
+	const struct job_link *l;
+
+	for (l = p->job_list; l != NULL; l = l->next) {
+		*ids = xreallocarray(*ids, n + 1, sizeof(**ids));
+		(*ids)[n++] = l->job_id;
+	}
+	return n;
 }
 
 static void

@@ -904,12 +904,16 @@ job_dirs_compute(struct job_dirs *d, const struct job_dirs_input *in,
 		}
 	} else {
 		proj = job_project_path(in->project_full_path, in->project_id);
-		dir = xasprintf("%s%s%s/%d/%s%s", root,
-		    strcmp(root, "/") == 0 ? "" : "/",
-		    in->short_token != NULL ? in->short_token : "",
-		    in->concurrent_project_id, proj,
-		    in->git_strategy != NULL && strcmp(in->git_strategy, "empty") == 0 ?
-		    "-empty" : "");
+		const char *empty = in->git_strategy != NULL &&
+		    strcmp(in->git_strategy, "empty") == 0 ? "-empty" : "";
+		const char *sep = strcmp(root, "/") == 0 ? "" : "/";
+
+		if (in->disposable)
+			dir = xasprintf("%s%s%s%s", root, sep, proj, empty);
+		else
+			dir = xasprintf("%s%s%s/%d/%s%s", root, sep,
+			    in->short_token != NULL ? in->short_token : "",
+			    in->concurrent_project_id, proj, empty);
 		free(proj);
 	}
 	free(root);
@@ -983,7 +987,10 @@ job_prepare(struct job_prep *p, const struct api_job *job,
 	di.project_id = job->job_info.project_id;
 	di.git_strategy = first.git_strategy;
 	di.clone_path = first.clone_path;
-	di.custom_build_dir = rc != NULL && rc->custom_build_dir_enabled == 1;
+	/* Enabled by default where the builds directory is the job's own (docker). */
+	di.custom_build_dir = rc != NULL && (rc->custom_build_dir_enabled == 1 ||
+	    (rc->custom_build_dir_enabled == -1 && !in->shared_env));
+	di.disposable = !in->shared_env;
 	if (job_dirs_compute(&p->dirs, &di, error) != 0) {
 		p->dirs.project_dir = xstrdup("");
 		p->dirs.tmp_dir = xstrdup("");

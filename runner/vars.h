@@ -173,11 +173,18 @@ struct job_dirs_input {
 	const char	*git_strategy;
 	const char	*clone_path;		/* expanded GIT_CLONE_PATH, or NULL/"" */
 	bool		 custom_build_dir;	/* [runners.custom_build_dir] enabled */
+	/*
+	 * The builds directory is the job's alone (a docker job's /builds
+	 * volume): no <short token>/<concurrent project id> parts, as
+	 * gitlab-runner's ProjectUniqueDir() without a shared dir.
+	 */
+	bool		 disposable;
 };
 
 /*
  * Compute the directories.  The default layout is
- * <builds>/<short token>/<concurrent project id>/<project path>, where the
+ * <builds>/<short token>/<concurrent project id>/<project path> (just
+ * <builds>/<project path> when disposable), where the
  * path drops empty and "." parts and is replaced by "project-<id>" (or
  * "project") when empty or when it has a ".." part; GIT_STRATEGY=empty
  * appends "-empty".  GIT_CLONE_PATH replaces it only with custom_build_dir

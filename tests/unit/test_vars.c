@@ -822,6 +822,33 @@ test_dirs(void **state)
 	ASSERT_DIR("/srv/builds/t3_AbCdEf/2/a..b/c", "a..b/c", "fetch", NULL, false);
 }
 
+/* A docker job's /builds is its own: no short token or concurrent parts (ProjectUniqueDir). */
+static void
+test_dirs_disposable(void **state)
+{
+	struct job_dirs_input in;
+	struct job_dirs d;
+	char *error = NULL;
+
+	(void)state;
+	memset(&in, 0, sizeof(in));
+	in.builds_dir = "/builds";
+	in.short_token = "t3_AbCdEf";
+	in.concurrent_project_id = 2;
+	in.project_full_path = "acme/widget";
+	in.git_strategy = "empty";
+	in.disposable = true;
+	assert_int_equal(job_dirs_compute(&d, &in, &error), 0);
+	assert_string_equal(d.project_dir, "/builds/acme/widget-empty");
+	assert_string_equal(d.tmp_dir, "/builds/acme/widget-empty.tmp");
+	job_dirs_release(&d);
+	in.builds_dir = "/";
+	in.git_strategy = "fetch";
+	assert_int_equal(job_dirs_compute(&d, &in, &error), 0);
+	assert_string_equal(d.project_dir, "/acme/widget");
+	job_dirs_release(&d);
+}
+
 static void
 test_clone_path(void **state)
 {
@@ -969,6 +996,7 @@ main(void)
 		cmocka_unit_test(test_settings_timeouts_clamped),
 		cmocka_unit_test(test_debug_trace_disabled),
 		cmocka_unit_test(test_dirs),
+		cmocka_unit_test(test_dirs_disposable),
 		cmocka_unit_test(test_clone_path),
 		cmocka_unit_test(test_concurrent_project_id),
 		cmocka_unit_test(test_prepare),

@@ -130,17 +130,17 @@ def test_verify_delete_keeps_entries_that_failed_otherwise(gitlab, cmd, cfgdir):
 
 def test_verify_skips_entries_with_a_problem(gitlab, cmd, cfgdir):
     a = gitlab.add_runner(token=new_token(), id=1)
-    dock, ftp = new_token(), new_token()
-    cmd.secret(dock, ftp)
+    kube, ftp = new_token(), new_token()
+    cmd.secret(kube, ftp)
     cfg = cfgdir / "config.toml"
     old = write_config(cfg, runner_entry(gitlab.url, a.token, "alpha", 1),
-                       runner_entry(gitlab.url, dock, "dock", 2).replace(
-                           'executor = "shell"', 'executor = "docker"'),
+                       runner_entry(gitlab.url, kube, "kube", 2).replace(
+                           'executor = "shell"', 'executor = "kubernetes"'),
                        runner_entry("ftp://example.com", ftp, "ftp-one", 3))
     p = cmd("verify", "--delete", "-c", cfg)
     assert p.returncode == 1
-    assert re.search(rf'^WARNING: runner "dock" \({re.escape(str(cfg))}:13\): skipped: '
-                     r'executor "docker"', p.stderr, re.M), p.stderr
+    assert re.search(rf'^WARNING: runner "kube" \({re.escape(str(cfg))}:13\): skipped: '
+                     r'executor "kubernetes"', p.stderr, re.M), p.stderr
     assert re.search(rf'^WARNING: runner "ftp-one" \({re.escape(str(cfg))}:22\): skipped: '
                      r'url ', p.stderr, re.M), p.stderr
     assert 'is valid: runner "alpha"' in p.stderr

@@ -41,6 +41,13 @@
 
 #define DEFAULT_RETRY_SLOTS		8
 #define DEFAULT_BACKOFF_MIN_MS		100
+#define DEFAULT_GATE_MIN_MS		1000
+#define DEFAULT_GATE_MAX_MS		8000
+/*
+ * A probe that a server holds this long has not met the fast failure of
+ * one that is down (a load balancer's 502, a refusal): it is long polled.
+ */
+#define LONG_POLL_PROBE_MS		2000
 #define DEFAULT_BACKOFF_MAX_MS		(60 * 1000)
 #define DEFAULT_DEADLINE_MS		(60ULL * 60 * 1000)
 #define DEFAULT_ATTEMPT_TIMEOUT_MS	(10ULL * 60 * 1000)
@@ -122,6 +129,8 @@ struct http_req {
 	uint64_t		 wake_at;	/* monotonic ms, in REQ_BACKOFF */
 	struct pushback_gate	*gate;		/* of its endpoint class, in h->gates */
 	bool			 held;		/* in REQ_BACKOFF for the gate, not a retry */
+	bool			 released;	/* its class opened: goes without a retry slot */
+	uint64_t		 sent_at;	/* monotonic ms this attempt left */
 
 	/* The last attempt's outcome, kept across the wait before a retry. */
 	long			 status;
@@ -143,11 +152,16 @@ struct http {
 	CURLM		*multi;
 	uv_timer_t	 curl_timer;	/* the one timeout libcurl asks for */
 	uv_timer_t	 retry_timer;	/* the earliest end of a backoff wait */
+	uv_timer_t	 probe_timer;	/* a long-poll probe held long enough (LONG_POLL_PROBE_MS) */
 	char		*user_agent;
 	char		*peer;		/* who answers, in log lines */
 	uint64_t	 max_age_ms;
 	uint64_t	 backoff_min_ms;
 	uint64_t	 backoff_max_ms;
+	bool		 hold_on_failure;
+	uint64_t	 gate_min_ms;
+	uint64_t	 gate_max_ms;
+	uint64_t	 resume_spread_ms;
 	unsigned	 retry_slots;
 	unsigned	 retries_in_flight;
 	struct http_req	*requests;	/* every started, unfinished request */
@@ -176,8 +190,10 @@ static void	arm_retry_timer(struct http *);
 static void	maybe_free_http(struct http *);
 static struct pushback_gate *gate_of(struct http_req *);
 static void	hold(struct http_req *, uint64_t);
-static void	wake_held(struct http *, struct pushback_gate *);
+static unsigned	wake_held(struct http *, struct pushback_gate *, uint64_t, uint64_t, bool);
 static bool	gate_admits(struct http_req *, uint64_t);
+static void	watch_probe(struct http_req *);
+static void	on_probe_timer(uv_timer_t *);
 static char	*log_path(const char *);
 
 /*
@@ -322,6 +338,10 @@ http_new(const struct http_config *cfg)
 	    DEFAULT_RETRY_SLOTS;
 	h->backoff_min_ms = cfg->backoff_min_ms ? cfg->backoff_min_ms : DEFAULT_BACKOFF_MIN_MS;
 	h->backoff_max_ms = cfg->backoff_max_ms ? cfg->backoff_max_ms : DEFAULT_BACKOFF_MAX_MS;
+	h->hold_on_failure = cfg->hold_on_failure;
+	h->gate_min_ms = cfg->gate_min_ms ? cfg->gate_min_ms : DEFAULT_GATE_MIN_MS;
+	h->gate_max_ms = cfg->gate_max_ms ? cfg->gate_max_ms : DEFAULT_GATE_MAX_MS;
+	h->resume_spread_ms = cfg->resume_spread_ms;
 	if ((h->multi = curl_multi_init()) == NULL)
 		fatalx("libcurl: cannot create a multi handle");
 	curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
@@ -332,7 +352,9 @@ http_new(const struct http_config *cfg)
 	h->curl_timer.data = h;
 	uv_timer_init(h->loop, &h->retry_timer);
 	h->retry_timer.data = h;
-	h->open_handles = 2;
+	uv_timer_init(h->loop, &h->probe_timer);
+	h->probe_timer.data = h;
+	h->open_handles = 3;
 	help = xasprintf("HTTP requests to %s, each attempt, by endpoint and status.", h->peer);
 	metrics_describe("runner_api_requests_total", "counter", help);
 	free(help);
@@ -340,7 +362,22 @@ http_new(const struct http_config *cfg)
 	    "Waits before sending a request again, by what decided the wait.");
 	metrics_describe("runner_api_retry_wait_seconds_total", "counter",
 	    "Time spent waiting before sending requests again.");
+	metrics_describe("runner_api_endpoint_held", "gauge",
+	    "1 while requests of an endpoint class are held back because the server asked "
+	    "for a pause or is failing, else 0.");
+	metrics_describe("runner_api_requests_held_back_total", "counter",
+	    "Attempts that were due but held back by their endpoint class's gate: "
+	    "requests not sent to a server that asked for a pause or was failing.");
 	return h;
+}
+
+void
+http_set_pushback(struct http *h, uint64_t gate_max_ms, uint64_t resume_spread_ms)
+{
+	if (gate_max_ms != 0)
+		h->gate_max_ms = gate_max_ms;
+	if (resume_spread_ms != 0)
+		h->resume_spread_ms = resume_spread_ms;
 }
 
 static void
@@ -375,6 +412,7 @@ finish_close(struct http *h)
 	h->multi = NULL;
 	uv_close((uv_handle_t *)&h->curl_timer, on_handle_closed);
 	uv_close((uv_handle_t *)&h->retry_timer, on_handle_closed);
+	uv_close((uv_handle_t *)&h->probe_timer, on_handle_closed);
 }
 
 void
@@ -929,6 +967,8 @@ attempt_start(struct http_req *r)
 			r->write_errno = errno;
 	}
 	curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, (long)timeout);
+	r->sent_at = clock_mono_ms();
+	watch_probe(r);
 	req_enter(r, REQ_ACTIVE);
 	if ((mc = curl_multi_add_handle(h->multi, r->easy)) != CURLM_OK) {
 		r->error = -EIO;
@@ -985,11 +1025,14 @@ http_req_start(struct http_req *r, http_done_cb *cb, void *data)
 		return 0;
 	}
 	r->attempts = 1;
+	r->sent_at = clock_mono_ms();
+	watch_probe(r);
 	curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, (long)(r->attempt_timeout_ms <
 	    r->deadline_ms ? r->attempt_timeout_ms : r->deadline_ms));
 	/* The first attempt fails here, not in the callback: see http.h. */
 	if (curl_multi_add_handle(h->multi, r->easy) != CURLM_OK) {
-		pushback_gone(r->gate, r);
+		if (pushback_gone(r->gate, r))
+			wake_held(h, r->gate, clock_mono_ms(), 0, false);
 		pushback_put(r->gate);
 		r->gate = NULL;
 		return -EIO;
@@ -1236,7 +1279,17 @@ on_retry_timer(uv_timer_t *timer)
 	while ((r = h->backoff) != NULL && r->wake_at <= now) {
 		h->backoff = r->wait_next;
 		r->wait_next = NULL;
-		if (gate_admits(r, now))
+		if (!gate_admits(r, now))
+			continue;
+		if (r->released) {
+			/*
+			 * Its class opened: the spread paces these, and a slot
+			 * each would let 8 long polls hold back a hundred.
+			 */
+			r->released = false;
+			r->attempts++;
+			attempt_start(r);
+		} else
 			retry_now(r);
 	}
 	h->in_drain--;
@@ -1267,22 +1320,47 @@ static struct pushback_gate *
 gate_of(struct http_req *r)
 {
 	char *key;
-	const char *p = strstr(r->url, "://"), *end;
+	const char *p = strstr(r->url, "://"), *host, *end, *at;
 	struct pushback_gate *g;
-	int origin;
 
-	end = p != NULL ? strchr(p + 3, '/') : NULL;
-	origin = end != NULL ? (int)(end - r->url) : (int)strlen(r->url);
-	key = xasprintf("%s %.*s%s", r->method, origin, r->url, r->endpoint);
+	host = p != NULL ? p + 3 : r->url;
+	end = host + strcspn(host, "/?#");
+	/* The key is logged: no user:password@ of a URL in it. */
+	if ((at = memchr(host, '@', (size_t)(end - host))) != NULL)
+		host = at + 1;
+	key = xasprintf("%s %.*s%.*s%s", r->method, p != NULL ? (int)(p + 3 - r->url) : 0,
+	    r->url, (int)(end - host), host, r->endpoint);
 	g = pushback_gate(&r->h->gates, key, clock_mono_ms());
 	free(key);
 	return g;
+}
+
+/* Its gate's labels in metrics: the method and the endpoint, as the request counter has them. */
+static void
+gate_labels(const struct http_req *r, char *labels, size_t size)
+{
+	snprintf(labels, size, "method=\"%s\",endpoint=\"%s\"", r->method, r->endpoint);
+}
+
+/* 1 while requests of r's class wait at its gate (closed with nobody waiting: 0). */
+static void
+gate_gauge(const struct http_req *r, bool held)
+{
+	char labels[160];
+
+	gate_labels(r, labels, sizeof(labels));
+	metrics_gauge_set("runner_api_endpoint_held", labels, held ? 1 : 0);
 }
 
 /* Hold r for its gate: until the window ends, or (0) the probe's answer. */
 static void
 hold(struct http_req *r, uint64_t until)
 {
+	char labels[160];
+
+	gate_labels(r, labels, sizeof(labels));
+	metrics_counter_add("runner_api_requests_held_back_total", labels, 1);
+	metrics_gauge_set("runner_api_endpoint_held", labels, 1);
 	req_enter(r, REQ_BACKOFF);
 	r->held = true;
 	r->wake_at = until != 0 && until < r->deadline_at ? until : r->deadline_at;
@@ -1312,53 +1390,209 @@ gate_admits(struct http_req *r, uint64_t now)
 	return true;
 }
 
-/* The gate opened, or its probe went: what it held is due now. */
-static void
-wake_held(struct http *h, struct pushback_gate *g)
+/*
+ * What g holds is due again from `at`, spread evenly over `spread` ms so
+ * that a class that opens does not send everything it held in one burst.
+ * Those that sent fewest attempts go first, so the next probe is one that
+ * has not probed: held for a probe they sort by deadline, and the oldest
+ * request would otherwise probe every window.  released: the class is
+ * open, they go without a retry slot.  Returns how many.
+ */
+static unsigned
+wake_held(struct http *h, struct pushback_gate *g, uint64_t at, uint64_t spread,
+    bool released)
 {
-	struct http_req **pp = &h->backoff, *r, *woken = NULL;
-	uint64_t now = clock_mono_ms();
+	struct http_req **pp = &h->backoff, *r, *woken = NULL, **tail = &woken;
+	unsigned n = 0, i = 0, most = 0, a;
 
 	while ((r = *pp) != NULL) {
 		if (r->held && r->gate == g) {
 			*pp = r->wait_next;
-			r->wait_next = woken;
-			woken = r;
+			r->wait_next = NULL;
+			*tail = r;
+			tail = &r->wait_next;
+			n++;
+			if (r->attempts > most)
+				most = r->attempts;
 		} else
 			pp = &r->wait_next;
 	}
-	while ((r = woken) != NULL) {
-		woken = r->wait_next;
-		r->wake_at = now;
-		backoff_insert(r);
+	for (a = 0; a <= most; a++) {
+		for (pp = &woken; (r = *pp) != NULL;) {
+			if (r->attempts != a) {
+				pp = &r->wait_next;
+				continue;
+			}
+			*pp = r->wait_next;
+			r->wake_at = at + spread * i++ / n;
+			if (r->wake_at > r->deadline_at)
+				r->wake_at = r->deadline_at;
+			r->released = released;
+			backoff_insert(r);
+		}
 	}
 	arm_retry_timer(h);
+	return n;
+}
+
+/* A failure of a server that is down or drowning, not one about the request. */
+static bool
+down_sign(const struct http_req *r, const struct retry_decision *d, bool transport_retryable)
+{
+	if (r->status == 0)
+		return transport_retryable;
+	if (r->status == 429)
+		return d->reason == RETRY_WAIT_BACKOFF;	/* no wait said */
+	return r->status >= 500 && retry_status_retryable(r->status);
+}
+
+static void
+format_since(time_t since, char *out, size_t size)
+{
+	struct tm tm;
+
+	if (localtime_r(&since, &tm) == NULL || strftime(out, size, "%H:%M:%S", &tm) == 0)
+		snprintf(out, size, "?");
+}
+
+/* What failed, for the hold's log line: "HTTP 503" or the transport error. */
+static void
+failure_text(const struct http_req *r, char *out, size_t size)
+{
+	if (r->status != 0)
+		snprintf(out, size, "HTTP %ld", r->status);
+	else
+		snprintf(out, size, "%s", r->error_text);
+}
+
+/* A failure held the class, or held it longer: once per class and window. */
+static void
+tell_gate_failure(struct http_req *r, bool transport_retryable, const struct retry_decision *d)
+{
+	struct http *h = r->h;
+	struct pushback_gate *g = r->gate;
+	uint64_t now = clock_mono_ms(), until = 0;
+	char what[sizeof(r->error_text)], since[16];
+
+	if (!down_sign(r, d, transport_retryable))
+		return;
+	switch (pushback_failed(g, r, r->sent_at, now, h->gate_min_ms, h->gate_max_ms,
+	    rand_u32(), &until)) {
+	case PUSHBACK_CLOSED:
+		g->since = clock_wall();
+		failure_text(r, what, sizeof(what));
+		format_since(g->since, since, sizeof(since));
+		log_warnx("api: %s: %s is failing (%s) since %s: holding back every request "
+		    "to this endpoint; next probe in %llu ms", g->key, h->peer, what, since,
+		    (unsigned long long)(until - now));
+		gate_gauge(r, true);
+		break;
+	case PUSHBACK_CLOSED_AGAIN:
+		failure_text(r, what, sizeof(what));
+		format_since(g->since, since, sizeof(since));
+		log_warnx("api: %s: still failing (%s), held since %s (%lld s); next probe "
+		    "in %llu ms", g->key, what, since, (long long)(clock_wall() - g->since),
+		    (unsigned long long)(until - now));
+		break;
+	case PUSHBACK_STALE:
+	case PUSHBACK_HELD_ALREADY:
+		return;
+	}
+	/* Held for the probe that failed: the first due after the window probes next. */
+	wake_held(h, g, until, 0, false);
+}
+
+/* r's class opened: what it held resumes, spread over resume_spread_ms; said once. */
+static void
+gate_opened(struct http_req *r, const char *how, bool was_failing)
+{
+	struct http *h = r->h;
+	struct pushback_gate *g = r->gate;
+	char since[16];
+	unsigned n;
+
+	n = wake_held(h, g, clock_mono_ms(), h->resume_spread_ms, true);
+	format_since(g->since, since, sizeof(since));
+	log_info("api: %s: %s %s after %lld s held since %s%s; %u held requests resume "
+	    "over %llu ms", g->key, h->peer, how, (long long)(clock_wall() - g->since), since,
+	    was_failing ? "" : " for a pause it asked", n,
+	    (unsigned long long)(n > 1 ? h->resume_spread_ms : 0));
+	gate_gauge(r, false);
+}
+
+/* A long-poll probe of a class held for failures: see HTTP_LONG_POLL. */
+static void
+watch_probe(struct http_req *r)
+{
+	struct http *h = r->h;
+
+	if ((r->flags & HTTP_LONG_POLL) == 0 || r->gate == NULL || r->gate->probe != r ||
+	    !r->gate->failing || h->closed)
+		return;
+	if (!uv_is_active((uv_handle_t *)&h->probe_timer))
+		uv_timer_start(&h->probe_timer, on_probe_timer, LONG_POLL_PROBE_MS, 0);
+}
+
+static void
+on_probe_timer(uv_timer_t *timer)
+{
+	struct http *h = timer->data;
+	uint64_t now = clock_mono_ms(), next = 0;
+	struct http_req *r, *next_r;
+	bool was_failing;
+
+	for (r = h->requests; r != NULL; r = next_r) {
+		next_r = r->next;
+		if (r->state != REQ_ACTIVE || (r->flags & HTTP_LONG_POLL) == 0 ||
+		    r->gate == NULL || r->gate->probe != r || !r->gate->failing)
+			continue;
+		if (now - r->sent_at < LONG_POLL_PROBE_MS) {
+			if (next == 0 || r->sent_at + LONG_POLL_PROBE_MS < next)
+				next = r->sent_at + LONG_POLL_PROBE_MS;
+			continue;
+		}
+		/* Its answer, when it comes, tells as any answer sent after the opening. */
+		was_failing = r->gate->failing;
+		if (pushback_answered(r->gate, r, r->sent_at, 0))
+			gate_opened(r, "holds a probe as a long poll", was_failing);
+	}
+	if (next != 0 && !h->closed)
+		uv_timer_start(&h->probe_timer, on_probe_timer, next > now ? next - now : 0, 0);
 }
 
 /*
- * The server's answer, for the gate: a wait it asked for closes it; an
- * answer that is no failure opens it; a failure without a wait leaves it
- * as it is (a probe that failed so retries, and is still the probe).
+ * The server's answer, for the gate: a wait it asked for closes it; a
+ * failure of a server down closes it too (tell_gate_failure); an answer
+ * that is no failure opens it, and what it held resumes, spread out.
  */
 static void
-tell_gate(struct http_req *r, const struct retry_decision *d)
+tell_gate(struct http_req *r, bool transport_retryable, const struct retry_decision *d)
 {
+	struct http *h = r->h;
+	struct pushback_gate *g = r->gate;
 	uint64_t wait_until = 0;
-	bool was_open = r->gate->until == 0;
+	bool was_open = g->until == 0, was_failing = g->failing;
+	char how[64];
 	char *path;
 
 	if (d->again && d->reason != RETRY_WAIT_BACKOFF)
 		wait_until = clock_mono_ms() + d->delay_ms;
-	else if (r->status == 0 || retry_status_retryable(r->status))
+	else if (r->status == 0 || retry_status_retryable(r->status)) {
+		if (h->hold_on_failure)
+			tell_gate_failure(r, transport_retryable, d);
 		return;
-	if (pushback_answered(r->gate, r, wait_until)) {
-		wake_held(r->h, r->gate);
+	}
+	if (pushback_answered(g, r, r->sent_at, wait_until)) {
+		snprintf(how, sizeof(how), "answers again (HTTP %ld)", r->status);
+		gate_opened(r, how, was_failing);
 	} else if (was_open && wait_until != 0) {
+		g->since = clock_wall();
 		path = log_path(r->url);
 		log_warnx("api: %s %s: %s asked for a pause: no more %s requests to this "
 		    "endpoint for %llu ms, then one before the rest", r->method, path,
-		    r->h->peer, r->method, (unsigned long long)d->delay_ms);
+		    h->peer, r->method, (unsigned long long)d->delay_ms);
 		free(path);
+		gate_gauge(r, true);
 	}
 }
 
@@ -1482,7 +1716,7 @@ attempt_done(struct http_req *r, CURLcode rc)
 	in.remaining_ms = remaining_ms(r);
 	in.backoff_ms = backoff_next(&r->backoff, rand_u32());
 	d = retry_decide(&in);
-	tell_gate(r, &d);
+	tell_gate(r, in.transport_retryable, &d);
 	if (!d.again) {
 		if (r->attempts > 1 && (r->status == 0 || r->status >= 400)) {
 			path = log_path(r->url);
@@ -1551,8 +1785,10 @@ finish(struct http_req *r)
 	req_enter(r, REQ_DONE);
 	if (r->gate != NULL) {
 		if (pushback_gone(r->gate, r))
-			wake_held(h, r->gate);
+			wake_held(h, r->gate, clock_mono_ms(), 0, false);
 		pushback_put(r->gate);
+		if (r->gate->users == 0 && r->gate->until != 0)
+			gate_gauge(r, false);	/* closed, but nothing waits at it */
 		r->gate = NULL;
 	}
 	if (r->prev != NULL)

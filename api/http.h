@@ -57,6 +57,18 @@ struct http_config {
 	/* Backoff bounds; 0 means the defaults (100 ms, 60 s). */
 	uint64_t	 backoff_min_ms;
 	uint64_t	 backoff_max_ms;
+	/*
+	 * A failure that says the server is down or drowning (5xx or 429
+	 * without a wait, refused, reset, timed out) holds its endpoint class
+	 * too (api/pushback.h), for windows from gate_min_ms (0: 1 s)
+	 * doubling to gate_max_ms (0: 8 s).  Off, only a server's "wait"
+	 * holds: right for a peer whose 500 is about the request (an engine).
+	 */
+	bool		 hold_on_failure;
+	uint64_t	 gate_min_ms;
+	uint64_t	 gate_max_ms;
+	/* Once a class opens, what it held resumes over this long (0: at once). */
+	uint64_t	 resume_spread_ms;
 };
 
 /* TLS settings of a request; every path is copied. */
@@ -80,6 +92,13 @@ enum http_flags {
 	 * answer): failed attempts are logged at debug level, not as warnings.
 	 */
 	HTTP_QUIET		= 1 << 4,
+	/*
+	 * The server may hold it by design (a long poll).  When it probes a
+	 * class held for failures and is held past a moment, without the fast
+	 * failure of a server that is down, the class opens: waiting out the
+	 * hold would keep every entry away that long after GitLab came back.
+	 */
+	HTTP_LONG_POLL		= 1 << 5,
 };
 
 /* What a request ended with; valid inside the callback. */
@@ -104,6 +123,10 @@ struct http	*http_new(const struct http_config *cfg);
  * callbacks: run the loop afterwards until it has no more handles.
  */
 void		 http_close(struct http *h);
+
+/* New bounds for the failure windows and the spread (a config reload); 0 keeps one. */
+void		 http_set_pushback(struct http *h, uint64_t gate_max_ms,
+		    uint64_t resume_spread_ms);
 
 /* A new request; nothing is sent until http_req_start(). */
 struct http_req	*http_req_new(struct http *h, const char *method, const char *url);

@@ -7,6 +7,14 @@
  * Retry-After and then try again on their own: 50 requests per window
  * against a server that asked for a pause, where one would tell.
  *
+ * A server that is down or drowning says no "wait" (a 502 from the load
+ * balancer, a refused connection, a timeout), and it needs the pause
+ * most: such a failure closes the class too, for a window of its own
+ * that doubles with every probe that fails again (equal jitter, so that
+ * processes spread out).  Only answers to requests sent after the gate
+ * last changed count: a long poll that left before the outage and ends
+ * in it says nothing about the server now.
+ *
  * The rules are here, without libcurl or a clock of their own, so they are
  * tested alone; api/http.c holds requests back as they say.  A "who" is
  * the caller's request, compared by address only.
@@ -16,13 +24,18 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 struct pushback_gate {
 	struct pushback_gate	*next;
 	char			*key;	/* "PATCH http://host:port/jobs/{id}/trace" */
-	uint64_t		 until;	/* monotonic ms: closed before this */
+	uint64_t		 until;	/* monotonic ms: closed before this; 0: open */
 	const void		*probe;	/* let through after the window, or NULL */
 	unsigned		 users;	/* requests that hold it (pushback_gate) */
+	uint64_t		 changed_at; /* monotonic ms it last closed or opened */
+	bool			 failing; /* closed by failures, not by a server's "wait" */
+	unsigned		 failed_windows; /* in a row: the next window's doubling */
+	time_t			 since;	/* wall clock it closed, for logs: the caller's */
 };
 
 enum pushback_verdict {
@@ -47,12 +60,30 @@ enum pushback_verdict	 pushback_admit(struct pushback_gate *g, const void *who,
 			    uint64_t now, uint64_t *until);
 
 /*
- * who had an answer.  wait_until: the end of the wait the server asked
- * for (monotonic ms), or 0 when the answer asked for none.  Returns true
- * when the gate opened, so that the requests held for it go now.
+ * who, sent at sent_at (monotonic ms), had an answer.  wait_until: the end
+ * of the wait the server asked for (monotonic ms), or 0 when the answer
+ * asked for none.  Returns true when the gate opened, so that the
+ * requests held for it go now.
  */
 bool			 pushback_answered(struct pushback_gate *g, const void *who,
-			    uint64_t wait_until);
+			    uint64_t sent_at, uint64_t wait_until);
+
+enum pushback_failure {
+	PUSHBACK_STALE,		/* sent before the gate last changed: no news */
+	PUSHBACK_CLOSED,	/* it was open: held from now on */
+	PUSHBACK_CLOSED_AGAIN,	/* the probe failed: the next, longer window */
+	PUSHBACK_HELD_ALREADY,	/* closed, and this was not the probe */
+};
+
+/*
+ * who, sent at sent_at, failed as a server down or overloaded fails (5xx
+ * without a wait, no answer).  A window opens of backoff_delay(min_ms,
+ * max_ms, windows failed in a row, rnd): min_ms / 2 .. min_ms first, then
+ * doubling up to max_ms; the new end is in *until.
+ */
+enum pushback_failure	 pushback_failed(struct pushback_gate *g, const void *who,
+			    uint64_t sent_at, uint64_t now, uint64_t min_ms, uint64_t max_ms,
+			    uint32_t rnd, uint64_t *until);
 
 /* who will send no more (done, given up, canceled); true: wake the held. */
 bool			 pushback_gone(struct pushback_gate *g, const void *who);

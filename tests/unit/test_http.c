@@ -344,6 +344,9 @@ struct env {
 	char		 url[128];
 };
 
+/* A GitLab client's failure gate, shortened: windows of 200 ms doubling to 400. */
+static bool gated;
+
 static void
 env_open_at(struct env *e, const struct reply *script, int n, bool unix_socket)
 {
@@ -361,6 +364,12 @@ env_open_at(struct env *e, const struct reply *script, int n, bool unix_socket)
 	hc.user_agent = "runner test";
 	hc.backoff_min_ms = 20;
 	hc.backoff_max_ms = 200;
+	if (gated) {
+		hc.hold_on_failure = true;
+		hc.gate_min_ms = 200;
+		hc.gate_max_ms = 400;
+		hc.resume_spread_ms = 300;
+	}
 	e->http = http_new(&hc);
 	snprintf(e->url, sizeof(e->url), "http://127.0.0.1:%d/api/v4/jobs/7", e->srv.port);
 	log_set_level(LOG_LEVEL_ERROR);
@@ -586,6 +595,108 @@ test_pushback_holds_the_class_then_probes_once(void **state)
 	}
 	assert_int_equal(patches_in_second_window, 1);
 	assert_true(e.srv.seen[3].at - e.srv.seen[2].at >= 1000);
+	env_close(&e);
+}
+
+/*
+ * A server that is down answers 503 without a wait: the class is held all
+ * the same, one probe per window, the windows double; when a probe is
+ * answered the rest resume spread out, not in one burst.  The first
+ * request's own retries wait for the windows too: with the gate off they
+ * would go 20 .. 200 ms apart, each one more request to a server that is
+ * down.
+ */
+static void
+test_failures_hold_the_class_and_resume_spread(void **state)
+{
+	static const struct reply script[] = {
+		{ 503, NULL, "down", 0 },		/* PATCH jobs/1 */
+		{ 502, NULL, "still down", 0 },		/* the first probe */
+		{ 504, NULL, "", 0 },			/* the second */
+		{ 202, NULL, "", 0 },			/* the third, then the rest */
+	};
+	struct env e;
+	struct result r[5] = { { 0 } };
+	uint64_t t0;
+	int i;
+
+	(void)state;
+	gated = true;
+	env_open(&e, script, 4);
+	gated = false;
+	start_at(&e, "PATCH", "jobs/1/trace", &r[0]);
+	while (e.srv.n_seen < 1)
+		uv_run(&e.loop, UV_RUN_ONCE);
+	run_for(&e.loop, 50);		/* the 503 is read */
+	t0 = e.srv.seen[0].at;
+	for (i = 1; i < 5; i++) {
+		char path[32];
+
+		snprintf(path, sizeof(path), "jobs/%d/trace", i + 1);
+		start_at(&e, "PATCH", path, &r[i]);
+	}
+	for (i = 0; i < 5; i++)
+		wait_for(&e, &r[i]);
+
+	for (i = 0; i < 5; i++)
+		assert_int_equal(r[i].status, 202);
+	/* 503, three probes, then the four held: nothing more. */
+	assert_int_equal(e.srv.n_seen, 8);
+	/* Windows of 100 .. 200, 200 .. 400, then capped at 200 .. 400 ms. */
+	assert_in_range(e.srv.seen[1].at - t0, 100, 400);	/* (a slow machine: late, never early) */
+	assert_in_range(e.srv.seen[2].at - e.srv.seen[1].at, 200, 700);
+	assert_in_range(e.srv.seen[3].at - e.srv.seen[2].at, 200, 700);
+	/* The four held ones resume over the spread (300 ms), not at once. */
+	assert_true(e.srv.seen[4].at >= e.srv.seen[3].at);
+	assert_in_range(e.srv.seen[7].at - e.srv.seen[4].at, 150, 700);
+	assert_in_range(e.srv.seen[5].at - e.srv.seen[4].at, 40, 400);
+	env_close(&e);
+}
+
+/*
+ * A long-poll probe that the server holds, instead of failing fast as a
+ * server that is down fails, opens its class after 2 s: the held requests
+ * do not wait out the hold (50 s on GitLab.com) to come back.
+ */
+static void
+test_long_poll_probe_held_opens_the_class(void **state)
+{
+	static const struct reply script[] = {
+		{ 502, NULL, "down", 0 },		/* the first long poll */
+		{ 204, NULL, "", 3000 },		/* the probe, held 3 s */
+		{ 204, NULL, "", 0 },			/* the rest */
+	};
+	struct env e;
+	struct result r[3] = { { 0 } };
+	struct http_req *req;
+	char url[192];
+	uint64_t probe_at;
+	int i;
+
+	(void)state;
+	gated = true;
+	env_open(&e, script, 3);
+	gated = false;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/api/v4/jobs/request", e.srv.port);
+	for (i = 0; i < 3; i++) {
+		req = http_req_new(e.http, "POST", url);
+		http_req_flags(req, HTTP_LONG_POLL);
+		assert_int_equal(http_req_start(req, on_done, &r[i]), 0);
+		if (i == 0) {
+			while (e.srv.n_seen < 1)
+				uv_run(&e.loop, UV_RUN_ONCE);
+			run_for(&e.loop, 50);	/* the 502 is read: the class is held */
+		}
+	}
+	for (i = 0; i < 3; i++)
+		wait_for(&e, &r[i]);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(r[i].status, 204);
+	assert_int_equal(e.srv.n_seen, 4);
+	probe_at = e.srv.seen[1].at;
+	/* The two held ones went 2 s after the probe left, before its answer (3 s). */
+	for (i = 2; i < 4; i++)
+		assert_in_range(e.srv.seen[i].at - probe_at, 2000, 2900);
 	env_close(&e);
 }
 
@@ -976,6 +1087,8 @@ main(void)
 		cmocka_unit_test(test_streamed_body_rewinds),
 		cmocka_unit_test(test_streamed_body_range),
 		cmocka_unit_test(test_pushback_holds_the_class_then_probes_once),
+		cmocka_unit_test(test_failures_hold_the_class_and_resume_spread),
+		cmocka_unit_test(test_long_poll_probe_held_opens_the_class),
 		cmocka_unit_test(test_retry_after_is_honoured),
 		cmocka_unit_test(test_wait_past_deadline_returns_the_answer),
 		cmocka_unit_test(test_client_errors_are_not_retried),

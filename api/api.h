@@ -39,6 +39,15 @@ struct api_config {
 	/* Backoff bounds (0: 100 ms .. 60 s); tests shorten them. */
 	uint64_t	 backoff_min_ms;
 	uint64_t	 backoff_max_ms;
+	/*
+	 * A GitLab that fails (5xx, no answer) holds the endpoint class it
+	 * failed on, process-wide (api/pushback.h): windows from gate_min_ms
+	 * (0: 1 s) doubling to gate_max_ms (0: 8 s); once it answers again
+	 * what was held resumes over resume_spread_ms (check_interval).
+	 */
+	uint64_t	 gate_min_ms;
+	uint64_t	 gate_max_ms;
+	uint64_t	 resume_spread_ms;
 };
 
 /* One [[runners]] entry's way to its GitLab.  All borrowed. */
@@ -503,6 +512,9 @@ struct api_call	*api_download_artifacts(struct api *a, const struct api_job_ref 
 /* ---- The client. ---- */
 
 struct api	*api_new(const struct api_config *cfg);
+/* A reload's new gate_max_ms and resume_spread_ms (see api_config). */
+void		 api_set_pushback(struct api *a, uint64_t gate_max_ms,
+		    uint64_t resume_spread_ms);
 /* Cancel every call (callbacks get their CANCELED result), then close. */
 void		 api_close(struct api *a);
 void		 api_call_cancel(struct api_call *call);

@@ -142,6 +142,10 @@ api_new(const struct api_config *cfg)
 		.connection_max_age_ms = cfg->connection_max_age_ms,
 		.backoff_min_ms = cfg->backoff_min_ms,
 		.backoff_max_ms = cfg->backoff_max_ms,
+		.hold_on_failure = true,
+		.gate_min_ms = cfg->gate_min_ms,
+		.gate_max_ms = cfg->gate_max_ms,
+		.resume_spread_ms = cfg->resume_spread_ms,
 	};
 
 	static const double duration_bounds[] = { 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60 };
@@ -182,6 +186,12 @@ on_api_closed(uv_handle_t *handle)
 	}
 	free(a->config_dir);
 	free(a);
+}
+
+void
+api_set_pushback(struct api *a, uint64_t gate_max_ms, uint64_t resume_spread_ms)
+{
+	http_set_pushback(a->http, gate_max_ms, resume_spread_ms);
 }
 
 void
@@ -1158,7 +1168,7 @@ api_request_job(struct api *a, const struct api_creds *creds, const struct api_i
 	call->client = client_for(a, creds);
 	measure(call, "request_job", creds, system_id);
 	if (call->req != NULL) {
-		http_req_flags(call->req, HTTP_ACCEPT_JSON);
+		http_req_flags(call->req, HTTP_ACCEPT_JSON | HTTP_LONG_POLL);
 		http_req_attempt_timeout(call->req, JOB_REQUEST_ATTEMPT_MS);
 		http_req_response_cap(call->req, JOB_PAYLOAD_CAP);
 		http_req_secret_header(call->req, "Runner-Token", creds->token);

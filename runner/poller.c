@@ -2,8 +2,9 @@
  * One [[runners]] entry's request loop (protocol.md 4.3, 4.8): ask GitLab
  * for a job whenever a slot is free, wait check_interval after "no job",
  * ask again at once after a job (unless strict_check_interval), back off
- * with jitter after 409, 429, 5xx or a failed connection, and stop asking
- * for unhealthy_interval after unhealthy_requests_limit refusals in a row.
+ * with jitter after 409 or an answer it cannot use, leave a GitLab that is
+ * down to the endpoint's gate (api/pushback.h), and stop asking for
+ * unhealthy_interval after unhealthy_requests_limit refusals in a row.
  *
  * The poller also owns the jobs it started, so that a config reload can
  * drop an entry while its jobs finish.
@@ -438,7 +439,18 @@ on_requested(enum api_request_result result, const struct api_answer *answer,
 	case API_JOB_FAILED:
 		log_kv(LOG_LEVEL_WARN, POLLER_FIELDS(p),
 		    "checking for jobs... failed: %s", answer->message);
-		delay = backoff_next(&p->backoff, rand_u32());
+		/*
+		 * A GitLab that is down (5xx, no answer) holds the job request
+		 * class process-wide (api/pushback.h): the next request waits
+		 * there, one probe for all entries, and resumes spread out when
+		 * GitLab answers.  A backoff of the entry's own would only keep
+		 * it away for up to a minute after that.  What is about this
+		 * entry's requests (409, a payload it cannot read) backs off.
+		 */
+		if (answer->status == 0 || answer->status >= 500)
+			backoff_reset(&p->backoff);
+		else
+			delay = backoff_next(&p->backoff, rand_u32());
 		break;
 	case API_JOB_CANCELED:
 		slots_changed(d);

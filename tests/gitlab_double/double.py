@@ -423,10 +423,15 @@ class GitLabDouble(JobsMixin, ArtifactsMixin, WorkhorseMixin):
 
     # -- lifecycle ----------------------------------------------------------
 
-    def start(self):
-        """Bind host:0 and serve in background threads; returns self."""
+    def start(self, port=0):
+        """Bind host:port (0: any) and serve in background threads; returns self.
+
+        After stop(), start(port=d.port) is a GitLab back from an outage:
+        the same address and state (runners, jobs, records).
+        """
         ctx = self._ssl_context() if self.tls else None
-        self._server = _Server((self.host, 0), _Handler, self, ctx)
+        self._stopping.clear()
+        self._server = _Server((self.host, port), _Handler, self, ctx)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever,
                                         kwargs={"poll_interval": 0.05},

@@ -1,0 +1,160 @@
+"""The docker executor on a real engine: jobs in their image, as gitlab-runner runs them.
+
+A private dockerd (packaging_fixtures.docker_host), images imported from
+this machine (docker_fixtures), the GitLab double, `runner run` with
+executor = "docker".  After each test nothing of the runner is left on the
+engine but its helper bundle volume and cache volumes, which are kept by
+design.
+"""
+import os
+import signal
+import time
+
+import pytest
+
+from daemon_helpers import Daemon, FINAL_STATES, wait_until, without_sources
+from docker_fixtures import BUSYBOX_IMAGE, RUNTIME_IMAGE, docker_entry, leftovers
+from gitlab_double import job_payload
+
+
+@pytest.fixture
+def engine(docker_images):
+    d = docker_images
+    assert leftovers(d) == {}, "the engine has leftovers from before this test"
+    yield d
+    left = leftovers(d)
+    for c in left.get("containers", ()):
+        d("rm", "-f", "-v", c, check=False)
+    for n in left.get("networks", ()):
+        d("network", "rm", n, check=False)
+    for v in left.get("volumes", ()):
+        d("volume", "rm", "-f", v, check=False)
+    assert left == {}, f"left on the engine: {left}"
+
+
+def run_docker_job(gitlab, tmp_path, engine, wait_s=120, entry_keys=None, **payload):
+    r = gitlab.add_runner()
+    d = Daemon(tmp_path, gitlab, [docker_entry(gitlab, r, "dock", engine.env["DOCKER_HOST"],
+                                               **(entry_keys or {}))],
+               concurrent=1, check_interval=1)
+    payload.setdefault("variables", without_sources())
+    job = gitlab.add_job(job_payload(**payload), runner=r)
+    d.start()
+    try:
+        gitlab.wait_for_job(job, statuses=FINAL_STATES, timeout=wait_s)
+    finally:
+        d.stop()
+    return job, d
+
+
+def test_job_runs_in_its_image(gitlab, tmp_path, engine):
+    job, d = run_docker_job(gitlab, tmp_path, engine,
+                            image={"name": RUNTIME_IMAGE},
+                            script=["cat /etc/debian_version", "id -u",
+                                    'echo "dir=$PWD project=$CI_PROJECT_DIR"'])
+    log = job.log_text
+    assert job.status == "success", log
+    assert 'Preparing the "docker" executor' in log
+    assert f"Using Docker executor with image {RUNTIME_IMAGE}" in log
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "build", "rootfs", "runtime",
+                           "etc", "debian_version")) as f:
+        assert f.read().strip() in log
+    assert "dir=/builds/group/project project=/builds/group/project" in log
+    assert job.checksum_ok
+    d.assert_no_tokens()
+
+
+def test_a_busybox_image_runs_its_sh(gitlab, tmp_path, engine):
+    # No bash in the image: the shell is detected in the container, as gitlab-runner does.
+    job, _ = run_docker_job(gitlab, tmp_path, engine, image={"name": BUSYBOX_IMAGE},
+                            script=["ls /bin/bash || echo no bash here", "busybox > /tmp/help || true",
+                                    "head -1 /tmp/help"])
+    assert job.status == "success", job.log_text
+    assert "no bash here" in job.log_text and "BusyBox v" in job.log_text
+
+
+def test_failing_script_fails_the_job_with_its_exit_code(gitlab, tmp_path, engine):
+    job, _ = run_docker_job(gitlab, tmp_path, engine, image={"name": RUNTIME_IMAGE},
+                            script=["echo before", "exit 3", "echo never"])
+    assert job.status == "failed"
+    assert job.failure_reason == "script_failure"
+    assert "before" in job.log_text and "never" not in job.log_text.replace("echo never", "")
+    assert "exit code 3" in job.log_text
+
+
+def test_missing_image_with_pull_policy_never_names_the_image(gitlab, tmp_path, engine):
+    job, _ = run_docker_job(gitlab, tmp_path, engine, image={"name": "runner-test/absent:9"},
+                            entry_keys={"pull_policy": "never"}, script=["true"])
+    assert job.status == "failed"
+    assert "runner-test/absent:9" in job.log_text, job.log_text
+
+
+def test_killed_daemon_leaves_nothing_after_restart(gitlab, tmp_path, engine):
+    r = gitlab.add_runner()
+    d = Daemon(tmp_path, gitlab, [docker_entry(gitlab, r, "dock", engine.env["DOCKER_HOST"])],
+               concurrent=1, check_interval=1)
+    job = gitlab.add_job(job_payload(image={"name": RUNTIME_IMAGE},
+                                     script=["echo started", "sleep 300"],
+                                     variables=without_sources()), runner=r)
+    d.start()
+    wait_until(lambda: "started" in job.log_text, 120, "the job's script running")
+    assert leftovers(engine).get("containers"), "the job's containers exist while it runs"
+    d.kill9()
+    time.sleep(0.5)
+    assert leftovers(engine).get("containers"), "kill -9 stops nothing on the engine"
+    d.start()
+    wait_until(lambda: leftovers(engine) == {}, 60, "the restarted daemon sweeping the job's objects")
+    d.stop(signal.SIGQUIT)
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_service_answers_the_job(gitlab, tmp_path, engine):
+    # Host networking (the engine has no bridge): the service listens on loopback.
+    port = free_port()
+    job, _ = run_docker_job(
+        gitlab, tmp_path, engine, image={"name": RUNTIME_IMAGE},
+        services=[{"name": BUSYBOX_IMAGE, "alias": "web",
+                   "entrypoint": ["/bin/sh", "-c"],
+                   "command": [f"mkdir -p /www && echo served by the service > /www/index.html"
+                               f" && exec httpd -f -p 127.0.0.1:{port} -h /www"]}],
+        variables=without_sources({"HEALTHCHECK_TCP_PORT": str(port)}),
+        script=[f"for i in 1 2 3 4 5; do exec 3<>/dev/tcp/127.0.0.1/{port} && break; "
+                "sleep 1; done",
+                f"printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3; cat <&3"])
+    assert job.status == "success", job.log_text
+    assert "served by the service" in job.log_text
+
+
+def test_artifacts_and_after_script_in_containers(gitlab, tmp_path, engine):
+    job, _ = run_docker_job(
+        gitlab, tmp_path, engine, image={"name": RUNTIME_IMAGE},
+        variables=without_sources({"GREETING": "hello from a variable"}),
+        script=['mkdir -p out && echo "$GREETING" > out/greeting.txt'],
+        after_script=['echo "after: $(cat out/greeting.txt)"'],
+        artifacts=[{"name": "out", "paths": ["out/"], "when": "on_success",
+                    "artifact_type": "archive", "artifact_format": "zip"}])
+    log = job.log_text
+    assert job.status == "success", log
+    assert "after: hello from a variable" in log
+    assert 'Uploading artifacts as "archive" to coordinator... 201 Created' in log
+    art = gitlab.artifact(job)
+    import io
+    import zipfile
+
+    z = zipfile.ZipFile(io.BytesIO(art.data))
+    assert z.read("out/greeting.txt") == b"hello from a variable\n"
+
+
+def test_timeout_stops_the_container(gitlab, tmp_path, engine):
+    t0 = time.monotonic()
+    job, _ = run_docker_job(gitlab, tmp_path, engine, image={"name": RUNTIME_IMAGE},
+                            timeout=3, script=["echo sleeping", "sleep 120"])
+    assert job.status == "failed" and job.failure_reason == "job_execution_timeout", job.report()
+    assert time.monotonic() - t0 < 60

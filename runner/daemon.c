@@ -415,6 +415,9 @@ gate_max_ms(const struct config *cfg)
 	uint64_t max = GATE_MAX_MS;
 	size_t i;
 
+	if (env_ms("RUNNER_GATE_MAX_MS") != 0)
+		return env_ms("RUNNER_GATE_MAX_MS");	/* tests shorten it */
+
 	for (i = 0; i < cfg->n_runners; i++)
 		if (cfg->runners[i].unhealthy_interval_ms > 0 &&
 		    (uint64_t)cfg->runners[i].unhealthy_interval_ms < max)
@@ -734,6 +737,7 @@ daemon_run(const struct run_options *o, struct config *cfg)
 	ac.loop = d->loop;
 	ac.config_dir = dir;
 	ac.connection_max_age_ms = (uint64_t)d->cfg.connection_max_age_ms;
+	ac.gate_min_ms = env_ms("RUNNER_GATE_MIN_MS");
 	ac.gate_max_ms = gate_max_ms(&d->cfg);
 	ac.resume_spread_ms = (uint64_t)d->cfg.check_interval * 1000;
 	d->api = api_new(&ac);

@@ -30,14 +30,21 @@ RUNNER = os.path.join(ROOT, "build", "runner")
 ASAN_RUNNER = os.path.join(ROOT, "build", "asan", "runner")
 
 # Test knobs of the daemon (milliseconds).  RUNNER_KEEPALIVE_MS stays at
-# its default (30 s) unless a test needs the keep-alive PUT.
+# its default (30 s) unless a test needs the keep-alive PUT.  The gate's
+# windows (an endpoint class held while GitLab fails) are short, so that a
+# scripted 503 costs a test 100s of ms, not seconds; test_outage runs the
+# real ones (GATE_DEFAULTS).
 FAST_ENV = {
     "RUNNER_TRACE_INTERVAL_MS": "200",
     "RUNNER_FINAL_BACKOFF_MS": "100",
     "RUNNER_KILL_GRACE_MS": "500",
     "RUNNER_CONFIG_CHECK_MS": "600000",
     "RUNNER_RECOVERY_WAIT_MS": "20000",
+    "RUNNER_GATE_MIN_MS": "100",
+    "RUNNER_GATE_MAX_MS": "400",
 }
+# The daemon's own gate windows (an empty knob is the default).
+GATE_DEFAULTS = {"RUNNER_GATE_MIN_MS": "", "RUNNER_GATE_MAX_MS": ""}
 FINAL_STATES = ("success", "failed")
 ASAN_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 _ALNUM = string.ascii_letters + string.digits

@@ -18,7 +18,7 @@ import socket
 import time
 import urllib.request
 
-from daemon_helpers import Daemon, entry, new_token, wait_until, without_sources
+from daemon_helpers import GATE_DEFAULTS, daemons, entry, new_token, wait_until, without_sources  # noqa: F401
 from gitlab_double import job_payload
 
 ENTRIES = 100
@@ -51,12 +51,12 @@ def job_attempts(base):
                if l.startswith('runner_api_requests_total{method="POST",endpoint="/jobs/request",'))
 
 
-def start_fleet(gitlab, tmp_path):
+def start_fleet(gitlab, daemons):
     runners = [gitlab.add_runner(token=new_token(), id=5000 + i) for i in range(ENTRIES)]
     entries = [entry(gitlab, r, f"idle-{i:03d}", unhealthy_interval="4s")
                for i, r in enumerate(runners)]
     port = free_port()
-    d = Daemon(tmp_path, gitlab, entries, concurrent=ENTRIES + 1,
+    d = daemons(gitlab, entries, env=GATE_DEFAULTS, concurrent=ENTRIES + 1,
                check_interval=CHECK_INTERVAL_S, listen_address=f"127.0.0.1:{port}")
     d.start()
     # Steady state: every entry has been answered once and is long polling.
@@ -127,9 +127,9 @@ def recover_and_check(gitlab, d, runners, base, back_at):
     return holds[0]
 
 
-def test_503_outage_one_probe_per_window_then_a_spread_return(gitlab_factory, tmp_path):
+def test_503_outage_one_probe_per_window_then_a_spread_return(gitlab_factory, daemons):
     gitlab = gitlab_factory(long_poll=5)
-    d, runners, base = start_fleet(gitlab, tmp_path)
+    d, runners, base = start_fleet(gitlab, daemons)
     start = time.monotonic()
     gitlab.storm(seconds=OUTAGE_S, status=503)
     time.sleep(OUTAGE_S / 2)
@@ -152,9 +152,9 @@ def test_503_outage_one_probe_per_window_then_a_spread_return(gitlab_factory, tm
     assert gitlab.violations == []
 
 
-def test_refused_outage_one_probe_per_window_then_a_spread_return(gitlab_factory, tmp_path):
+def test_refused_outage_one_probe_per_window_then_a_spread_return(gitlab_factory, daemons):
     gitlab = gitlab_factory(long_poll=5)
-    d, runners, base = start_fleet(gitlab, tmp_path)
+    d, runners, base = start_fleet(gitlab, daemons)
     before = job_attempts(base)
     start = time.monotonic()
     gitlab.stop()                   # the held long polls are cut, nothing listens

@@ -39,12 +39,14 @@ pull_end(struct pull *p, int status, const char *reason, const char *cause)
 {
 	struct exec_job *j = p->j;
 	djob_step_cb *step = p->step;
+	/* cause may be the last error, which must outlive p until step has it. */
+	char *last = p->last_error;
 
 	free(p->lines.buf);
 	free(p->stream_error);
-	free(p->last_error);
 	free(p);
 	step(j, status, reason, cause);
+	free(last);
 }
 
 /* The registry part of an image name, for messages: "docker.io" for bare names. */

@@ -72,14 +72,18 @@ struct exec_image {
 	const char		*platform;	/* executor_opts.docker.platform, or NULL */
 	const struct strv	*aliases;	/* services: the job's aliases, split */
 	const struct strv	*variables;	/* services: their own "K=V" */
-	/*
-	 * The X-Registry-Auth value for this image's registry, already
-	 * encoded (runner/registry_auth.c), or NULL to pull anonymously; and
-	 * where it came from, for the log ("$DOCKER_AUTH_CONFIG").
-	 */
-	const char		*registry_auth;
-	const char		*auth_source;
 	bool			 from_config;	/* config.toml's own: allowed_* do not apply */
+};
+
+/*
+ * Credentials for the images under a registry path ("127.0.0.1:5000",
+ * "docker.io/library"), resolved in runner/registry_auth.c: an image
+ * takes the most specific path it is under (executors/docker/auth.h).
+ */
+struct exec_registry_auth {
+	const char		*path;
+	const char		*value;		/* X-Registry-Auth, encoded; a secret */
+	const char		*source;	/* for the log: "$DOCKER_AUTH_CONFIG" */
 };
 
 /* A line for the job's log from the executor ("Pulling docker image ..."). */
@@ -127,6 +131,8 @@ struct exec_job_spec {
 	struct exec_image	 image;		/* name NULL: the settings' image */
 	const struct exec_image	*services;
 	size_t			 n_services;
+	const struct exec_registry_auth *registry_auths;	/* for every image of the job */
+	size_t			 n_registry_auths;
 	const struct strv	*env;		/* every job variable, "K=V" */
 	const struct strv	*service_env;	/* the public and internal ones only */
 	/* Feature flags and switches that change how the job's containers run. */

@@ -40,6 +40,7 @@
 #include "runner/info.h"
 #include "runner/job.h"
 #include "runner/job_exec.h"
+#include "runner/registry_auth.h"
 #include "runner/journal.h"
 #include "runner/mask.h"
 #include "runner/script.h"
@@ -1064,6 +1065,8 @@ open_executor(struct job *job)
 	const struct executor_ops *ex = job->env.executor;
 	char *cause = NULL;
 
+	for (size_t i = 0; i < job->xspec->auth_warnings.n; i++)
+		job_say(job, "%s", job->xspec->auth_warnings.v[i]);
 	job->in_open = true;
 	job->xjob = ex->job_open(job->env.loop, &job->xspec->spec, on_prepared, job, &cause);
 	job->in_open = false;
@@ -1376,11 +1379,18 @@ job_start(const struct job_env *env, struct api_job *payload, struct job_setting
 			.stop_grace_ms = kill_grace(job),
 		};
 		char *wd = xasprintf("%s/executor", job->set.state_dir);
+		char *home_path = NULL, *home = registry_home_config(&home_path);
 
 		xi.work_dir = wd;
+		xi.home_config = home;
+		xi.home_config_path = home_path;
 		job->xspec = xcalloc(1, sizeof(*job->xspec));
 		job_exec_make(job->xspec, &xi);
 		free(wd);
+		if (home != NULL)
+			explicit_bzero(home, strlen(home));
+		free(home);
+		free(home_path);
 		job->xspec->spec.say = on_exec_say;
 		job->xspec->spec.on_output = on_output;
 		job->xspec->spec.record = on_exec_record;

@@ -161,6 +161,15 @@ job_exec_make(struct job_exec *x, const struct job_exec_input *in)
 	s->native_stop = job_vars_feature_flag(v, "FF_USE_NATIVE_CONTAINER_STOP");
 	s->debug_services = in->prep->settings.debug_services;
 	s->stop_grace_ms = in->stop_grace_ms;
+	registry_auths_make(&x->auths, &(struct registry_auth_input){
+		.docker_auth_config = job_vars_get(v, "DOCKER_AUTH_CONFIG"),
+		.home_config = in->home_config,
+		.home_config_path = in->home_config_path,
+		.credentials = p->credentials,
+		.n_credentials = p->n_credentials,
+	}, &x->auth_warnings);
+	s->registry_auths = x->auths.v;
+	s->n_registry_auths = x->auths.n;
 	strv_push(&x->own, in->work_dir != NULL ? in->work_dir : "/tmp");
 	s->work_dir = x->own.v[x->own.n - 1];
 }
@@ -183,5 +192,7 @@ job_exec_release(struct job_exec *x)
 	strv_release(&x->env);
 	strv_release(&x->service_env);
 	strv_release(&x->own);
+	registry_auths_release(&x->auths);
+	strv_release(&x->auth_warnings);
 	memset(x, 0, sizeof(*x));
 }

@@ -14,6 +14,7 @@
 #include "api/api.h"
 #include "executors/executor.h"
 #include "lib/strv.h"
+#include "runner/registry_auth.h"
 
 struct job_prep;
 struct job_settings;
@@ -27,6 +28,9 @@ struct job_exec_input {
 	int64_t				 runner_id;
 	const char			*work_dir;
 	uint64_t			 stop_grace_ms;
+	/* ~/.docker/config.json of the daemon's user: its text (or NULL), and its path. */
+	const char			*home_config;
+	const char			*home_config_path;
 };
 
 /* The spec and everything it points at; the spec's callbacks are the caller's to set. */
@@ -38,6 +42,8 @@ struct job_exec {
 	struct strv		*service_aliases;	/* one per service */
 	struct strv		*service_vars;
 	struct strv		 own;			/* the expanded strings */
+	struct registry_auths	 auths;
+	struct strv		 auth_warnings;		/* for the job's log, once */
 };
 
 void	job_exec_make(struct job_exec *x, const struct job_exec_input *in);

@@ -1,6 +1,6 @@
 /*
  * The docker executor: a job runs in two containers made once and started
- * again for every stage, as gitlab-runner's (docs/protocol.md 10): the
+ * again for every stage, as gitlab-runner's (docs/protocol.md 15): the
  * build container, from the job's image, for the user's steps and
  * after_script; the helper container, from helper_image with this binary
  * mounted read-only at /opt/runner, for git, caches and artifacts.  Both
@@ -26,6 +26,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "executors/docker/auth.h"
 #include "executors/docker/bundle.h"
 #include "executors/docker/djob.h"
 #include "lib/buf.h"
@@ -111,8 +112,28 @@ copy_strv(struct strv *to, const struct strv *from)
 		strv_push(to, from->v[i]);
 }
 
+/* The credentials of the most specific registry path name is under, if any. */
 static void
-dimage_copy(struct dimage *to, const struct exec_image *from)
+dimage_auth(struct dimage *img, const struct exec_job_spec *sp)
+{
+	const char **paths;
+	ssize_t k;
+	size_t i;
+
+	if (img->name == NULL || sp->n_registry_auths == 0)
+		return;
+	paths = xcalloc(sp->n_registry_auths, sizeof(*paths));
+	for (i = 0; i < sp->n_registry_auths; i++)
+		paths[i] = sp->registry_auths[i].path;
+	if ((k = docker_auth_match(paths, sp->n_registry_auths, img->name)) >= 0) {
+		img->registry_auth = xstrdup(sp->registry_auths[k].value);
+		img->auth_source = xstrdup(sp->registry_auths[k].source);
+	}
+	free(paths);
+}
+
+static void
+dimage_copy(struct dimage *to, const struct exec_image *from, const struct exec_job_spec *sp)
 {
 	memset(to, 0, sizeof(*to));
 	to->name = dup_or_null(from->name);
@@ -125,9 +146,8 @@ dimage_copy(struct dimage *to, const struct exec_image *from)
 	to->platform = dup_or_null(from->platform);
 	copy_strv(&to->aliases, from->aliases);
 	copy_strv(&to->variables, from->variables);
-	to->registry_auth = dup_or_null(from->registry_auth);
-	to->auth_source = dup_or_null(from->auth_source);
 	to->from_config = from->from_config;
+	dimage_auth(to, sp);
 }
 
 void
@@ -199,17 +219,24 @@ copy_spec(struct exec_job *j, const struct exec_job_spec *sp)
 	j->record = sp->record;
 	j->arg = sp->arg;
 
-	dimage_copy(&j->build_image, &sp->image);
+	dimage_copy(&j->build_image, &sp->image, sp);
 	if (j->build_image.name == NULL || *j->build_image.name == '\0') {
-		free(j->build_image.name);
-		j->build_image.name = dup_or_null(s->image);
-		j->build_image.from_config = true;
+		dimage_release(&j->build_image);
+		dimage_copy(&j->build_image, &(struct exec_image){
+			.name = s->image,
+			.entrypoint = sp->image.entrypoint,
+			.pull_policy = sp->image.pull_policy,
+			.user = sp->image.user,
+			.platform = sp->image.platform,
+			.from_config = true,
+		}, sp);
 	}
-	memset(&j->helper_image, 0, sizeof(j->helper_image));
-	j->helper_image.name = xstrdup(s->helper_image != NULL && *s->helper_image ?
-	    s->helper_image : DEFAULT_HELPER_IMAGE);
-	strv_push(&j->helper_image.pull_policy, "if-not-present");
-	j->helper_image.from_config = true;
+	dimage_copy(&j->helper_image, &(struct exec_image){
+		.name = s->helper_image != NULL && *s->helper_image ? s->helper_image :
+		    DEFAULT_HELPER_IMAGE,
+		.pull_policy = &(struct strv){ .v = (char *[]){ "if-not-present" }, .n = 1 },
+		.from_config = true,
+	}, sp);
 
 	/* config.toml's services first, then the job's (services.go). */
 	j->n_services = s->n_services + sp->n_services;
@@ -228,11 +255,11 @@ copy_spec(struct exec_job *j, const struct exec_job_spec *sp)
 			.aliases = &aliases,
 			.variables = &cs->environment,
 			.from_config = true,
-		});
+		}, sp);
 		strv_release(&aliases);
 	}
 	for (i = 0; i < sp->n_services; i++)
-		dimage_copy(&j->services[s->n_services + i].image, &sp->services[i]);
+		dimage_copy(&j->services[s->n_services + i].image, &sp->services[i], sp);
 }
 
 /* ---- the job's life ---- */

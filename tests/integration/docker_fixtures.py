@@ -90,3 +90,79 @@ def leftovers(d, system_id=None):
                                    "{{.Name}}").stdout.split()
                       if not v.startswith("runner-helper-") and not CACHE_VOLUME.search(v)]
     return {k: v for k, v in out.items() if v}
+
+
+class Registry:
+    """Debian's docker-registry on 127.0.0.1 with htpasswd users, holding one image."""
+
+    def __init__(self, address, users, image):
+        self.address = address          # "127.0.0.1:PORT"
+        self.users = users              # {user: password}
+        self.image = image              # "127.0.0.1:PORT/runner-test/busybox:1"
+
+    def auth_config(self, user, password=None):
+        """A DOCKER_AUTH_CONFIG value naming this registry."""
+        import base64
+        import json
+
+        raw = f"{user}:{password if password is not None else self.users[user]}"
+        return json.dumps({"auths": {self.address: {
+            "auth": base64.b64encode(raw.encode()).decode()}}})
+
+
+@pytest.fixture(scope="session")
+def registry(docker_images, tmp_path_factory):
+    import socket
+    import time
+
+    from gitlab_double.payloads import new_job_token
+
+    d = docker_images
+    work = tmp_path_factory.mktemp("registry")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    users = {"ci-user": "ci-pass-" + os.urandom(6).hex(), "gitlab-ci-token": new_job_token()}
+    with open(work / "htpasswd", "w") as f:
+        for u, p in users.items():
+            f.write(subprocess.run(["htpasswd", "-Bbn", u, p], capture_output=True, text=True,
+                                   check=True).stdout.strip() + "\n")
+    (work / "config.yml").write_text(
+        "version: 0.1\n"
+        f"storage:\n  filesystem:\n    rootdirectory: {work}/data\n"
+        f"http:\n  addr: 127.0.0.1:{port}\n"
+        f"auth:\n  htpasswd:\n    realm: runner-tests\n    path: {work}/htpasswd\n")
+    log = open(work / "registry.log", "w")
+    p = subprocess.Popen(["docker-registry", "serve", str(work / "config.yml")], stdout=log,
+                         stderr=log, stdin=subprocess.DEVNULL)
+    try:
+        import urllib.error
+        import urllib.request
+
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=1)
+            except urllib.error.HTTPError as e:
+                if e.code == 401:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"docker-registry did not start: {(work / 'registry.log').read_text()}",
+                        pytrace=False)
+        # Push the busybox image with a CLI config of its own, then drop the tag.
+        image = f"127.0.0.1:{port}/runner-test/busybox:1"
+        env = dict(d.env, DOCKER_CONFIG=str(work / "cli"))
+        for args in (["login", "-u", "ci-user", "--password-stdin", f"127.0.0.1:{port}"],
+                     ["tag", BUSYBOX_IMAGE, image], ["push", image], ["rmi", image]):
+            r = subprocess.run(["docker", *args], env=env, capture_output=True, text=True,
+                               input=users["ci-user"] if args[0] == "login" else None,
+                               timeout=120)
+            if r.returncode != 0:
+                pytest.fail(f"docker {' '.join(args)}: {r.stderr}", pytrace=False)
+        yield Registry(f"127.0.0.1:{port}", users, image)
+    finally:
+        p.terminate()
+        p.wait(10)
+        log.close()

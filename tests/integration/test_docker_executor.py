@@ -7,12 +7,13 @@ engine but its helper bundle volume and cache volumes, which are kept by
 design.
 """
 import os
+import re
 import signal
 import time
 
 import pytest
 
-from daemon_helpers import Daemon, FINAL_STATES, wait_until, without_sources
+from daemon_helpers import FINAL_STATES, daemons, wait_until, without_sources  # noqa: F401
 from docker_fixtures import BUSYBOX_IMAGE, RUNTIME_IMAGE, docker_entry, leftovers
 from gitlab_double import job_payload
 
@@ -32,11 +33,11 @@ def engine(docker_images):
     assert left == {}, f"left on the engine: {left}"
 
 
-def run_docker_job(gitlab, tmp_path, engine, wait_s=120, entry_keys=None, **payload):
+def run_docker_job(gitlab, daemons, engine, wait_s=120, entry_keys=None, **payload):
     r = gitlab.add_runner()
-    d = Daemon(tmp_path, gitlab, [docker_entry(gitlab, r, "dock", engine.env["DOCKER_HOST"],
+    d = daemons(gitlab, [docker_entry(gitlab, r, "dock", engine.env["DOCKER_HOST"],
                                                **(entry_keys or {}))],
-               concurrent=1, check_interval=1)
+               concurrent=1, check_interval=1, asan=True)
     payload.setdefault("variables", without_sources())
     job = gitlab.add_job(job_payload(**payload), runner=r)
     d.start()
@@ -44,11 +45,12 @@ def run_docker_job(gitlab, tmp_path, engine, wait_s=120, entry_keys=None, **payl
         gitlab.wait_for_job(job, statuses=FINAL_STATES, timeout=wait_s)
     finally:
         d.stop()
+    d.assert_sanitizers_clean()
     return job, d
 
 
-def test_job_runs_in_its_image(gitlab, tmp_path, engine):
-    job, d = run_docker_job(gitlab, tmp_path, engine,
+def test_job_runs_in_its_image(gitlab, daemons, engine):
+    job, d = run_docker_job(gitlab, daemons, engine,
                             image={"name": RUNTIME_IMAGE},
                             script=["cat /etc/debian_version", "id -u",
                                     'echo "dir=$PWD project=$CI_PROJECT_DIR"'])
@@ -64,17 +66,17 @@ def test_job_runs_in_its_image(gitlab, tmp_path, engine):
     d.assert_no_tokens()
 
 
-def test_a_busybox_image_runs_its_sh(gitlab, tmp_path, engine):
+def test_a_busybox_image_runs_its_sh(gitlab, daemons, engine):
     # No bash in the image: the shell is detected in the container, as gitlab-runner does.
-    job, _ = run_docker_job(gitlab, tmp_path, engine, image={"name": BUSYBOX_IMAGE},
+    job, _ = run_docker_job(gitlab, daemons, engine, image={"name": BUSYBOX_IMAGE},
                             script=["ls /bin/bash || echo no bash here", "busybox > /tmp/help || true",
                                     "head -1 /tmp/help"])
     assert job.status == "success", job.log_text
     assert "no bash here" in job.log_text and "BusyBox v" in job.log_text
 
 
-def test_failing_script_fails_the_job_with_its_exit_code(gitlab, tmp_path, engine):
-    job, _ = run_docker_job(gitlab, tmp_path, engine, image={"name": RUNTIME_IMAGE},
+def test_failing_script_fails_the_job_with_its_exit_code(gitlab, daemons, engine):
+    job, _ = run_docker_job(gitlab, daemons, engine, image={"name": RUNTIME_IMAGE},
                             script=["echo before", "exit 3", "echo never"])
     assert job.status == "failed"
     assert job.failure_reason == "script_failure"
@@ -82,16 +84,16 @@ def test_failing_script_fails_the_job_with_its_exit_code(gitlab, tmp_path, engin
     assert "exit code 3" in job.log_text
 
 
-def test_missing_image_with_pull_policy_never_names_the_image(gitlab, tmp_path, engine):
-    job, _ = run_docker_job(gitlab, tmp_path, engine, image={"name": "runner-test/absent:9"},
+def test_missing_image_with_pull_policy_never_names_the_image(gitlab, daemons, engine):
+    job, _ = run_docker_job(gitlab, daemons, engine, image={"name": "runner-test/absent:9"},
                             entry_keys={"pull_policy": "never"}, script=["true"])
     assert job.status == "failed"
     assert "runner-test/absent:9" in job.log_text, job.log_text
 
 
-def test_killed_daemon_leaves_nothing_after_restart(gitlab, tmp_path, engine):
+def test_killed_daemon_leaves_nothing_after_restart(gitlab, daemons, engine):
     r = gitlab.add_runner()
-    d = Daemon(tmp_path, gitlab, [docker_entry(gitlab, r, "dock", engine.env["DOCKER_HOST"])],
+    d = daemons(gitlab, [docker_entry(gitlab, r, "dock", engine.env["DOCKER_HOST"])],
                concurrent=1, check_interval=1)
     job = gitlab.add_job(job_payload(image={"name": RUNTIME_IMAGE},
                                      script=["echo started", "sleep 300"],
@@ -115,11 +117,11 @@ def free_port():
         return s.getsockname()[1]
 
 
-def test_service_answers_the_job(gitlab, tmp_path, engine):
+def test_service_answers_the_job(gitlab, daemons, engine):
     # Host networking (the engine has no bridge): the service listens on loopback.
     port = free_port()
     job, _ = run_docker_job(
-        gitlab, tmp_path, engine, image={"name": RUNTIME_IMAGE},
+        gitlab, daemons, engine, image={"name": RUNTIME_IMAGE},
         services=[{"name": BUSYBOX_IMAGE, "alias": "web",
                    "entrypoint": ["/bin/sh", "-c"],
                    "command": [f"mkdir -p /www && echo served by the service > /www/index.html"
@@ -132,9 +134,9 @@ def test_service_answers_the_job(gitlab, tmp_path, engine):
     assert "served by the service" in job.log_text
 
 
-def test_artifacts_and_after_script_in_containers(gitlab, tmp_path, engine):
+def test_artifacts_and_after_script_in_containers(gitlab, daemons, engine):
     job, _ = run_docker_job(
-        gitlab, tmp_path, engine, image={"name": RUNTIME_IMAGE},
+        gitlab, daemons, engine, image={"name": RUNTIME_IMAGE},
         variables=without_sources({"GREETING": "hello from a variable"}),
         script=['mkdir -p out && echo "$GREETING" > out/greeting.txt'],
         after_script=['echo "after: $(cat out/greeting.txt)"'],
@@ -152,9 +154,70 @@ def test_artifacts_and_after_script_in_containers(gitlab, tmp_path, engine):
     assert z.read("out/greeting.txt") == b"hello from a variable\n"
 
 
-def test_timeout_stops_the_container(gitlab, tmp_path, engine):
+def test_timeout_stops_the_container(gitlab, daemons, engine):
     t0 = time.monotonic()
-    job, _ = run_docker_job(gitlab, tmp_path, engine, image={"name": RUNTIME_IMAGE},
+    job, _ = run_docker_job(gitlab, daemons, engine, image={"name": RUNTIME_IMAGE},
                             timeout=3, script=["echo sleeping", "sleep 120"])
     assert job.status == "failed" and job.failure_reason == "job_execution_timeout", job.report()
     assert time.monotonic() - t0 < 60
+
+
+# -- pulls from a registry with credentials ----------------------------------
+
+@pytest.fixture
+def pulled(registry, engine):
+    """The registry's image is not on the engine before the test, nor after it."""
+    engine("rmi", registry.image, check=False)
+    yield registry
+    engine("rmi", registry.image, check=False)
+
+
+def test_pull_with_docker_auth_config(gitlab, daemons, engine, pulled):
+    conf = pulled.auth_config("ci-user")
+    job, d = run_docker_job(gitlab, daemons, engine, image={"name": pulled.image},
+                            variables=without_sources({"DOCKER_AUTH_CONFIG": conf}),
+                            script=["busybox true && echo pulled and ran"])
+    log = job.log_text
+    assert job.status == "success", log
+    assert "Authenticating with credentials from $DOCKER_AUTH_CONFIG" in log
+    assert f"Pulling docker image {pulled.image}" in log
+    assert "pulled and ran" in log
+    d.secrets.add(pulled.users["ci-user"])
+    d.assert_no_tokens()
+
+
+def test_pull_with_the_payload_registry_credentials(gitlab, daemons, engine, pulled):
+    # GitLab's own registry: gitlab-ci-token and the job token, from the payload.
+    token = pulled.users["gitlab-ci-token"]
+    r = gitlab.add_runner()
+    d = daemons(gitlab, [docker_entry(gitlab, r, "dock", engine.env["DOCKER_HOST"])],
+                concurrent=1, check_interval=1)
+    job = gitlab.add_job(job_payload(image={"name": pulled.image}, script=["echo ok"],
+                                     variables=without_sources(),
+                                     credentials=[{"type": "registry", "url": pulled.address,
+                                                   "username": "gitlab-ci-token",
+                                                   "password": "replaced by the job token"}]),
+                         runner=r, token=token)
+    d.start()
+    gitlab.wait_for_job(job, statuses=FINAL_STATES, timeout=120)
+    d.stop()
+    assert job.status == "success", job.log_text
+    assert "Authenticating with credentials from job payload (GitLab Registry)" in job.log_text
+    d.assert_no_tokens()
+
+
+@pytest.mark.parametrize("auth", ["wrong password", "none"])
+def test_refused_pull_names_image_registry_and_cause(gitlab, daemons, engine, pulled, auth):
+    variables = {}
+    if auth != "none":
+        variables["DOCKER_AUTH_CONFIG"] = pulled.auth_config("ci-user", "not-the-password")
+    job, _ = run_docker_job(gitlab, daemons, engine, image={"name": pulled.image},
+                            variables=without_sources(variables), script=["true"])
+    log = job.log_text
+    assert job.status == "failed"
+    assert job.failure_reason in ("image_pull_failure", "runner_system_failure"), job.report()
+    assert pulled.image in log and pulled.address in log, log
+    # The engine's words for it, as it says them.
+    assert re.search(r"unauthorized|authentication required|no basic auth credentials", log,
+                     re.I), log
+    assert re.search(r"ERROR: Job failed: failed to pull image", log), log

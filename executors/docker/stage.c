@@ -1,5 +1,5 @@
 /*
- * One stage in one of the job's containers (docs/protocol.md 10.3), as
+ * One stage in one of the job's containers (docs/protocol.md 15.3), as
  * gitlab-runner's runContainer: create the container on its first stage,
  * attach (before start, so no output is lost), start, write the script to
  * stdin and half-close it, pass the frames on until the stream ends, then

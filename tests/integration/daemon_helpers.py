@@ -77,6 +77,8 @@ def _toml(v):
         return json.dumps(v)        # a TOML basic string for what tests write
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_toml(x) for x in v) + "]"
+    if isinstance(v, dict):             # an inline table ([runners.docker] ulimit = {...})
+        return "{ " + ", ".join(f"{k} = {_toml(x)}" for k, x in v.items()) + " }"
     raise TypeError(f"cannot write {v!r} as TOML")
 
 

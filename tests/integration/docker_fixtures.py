@@ -1,10 +1,13 @@
-"""Images and configuration for the docker executor's tests, on the private dockerd.
+"""Engines, images and configuration for the docker executor's tests.
 
-The engine is packaging_fixtures' docker_host (dockerd.sh: its own socket
-and data root, no bridge, no iptables), started once per run.  Images come
-from this machine only: the Debian base of `make rootfs` imported as
-runner-test/runtime:1, and runner-test/busybox:1 made of Debian's
-busybox-static (no bash, no libc: a job image unlike the helper's).
+Two engines, each started once per run: packaging_fixtures' docker_host
+(dockerd.sh: its own socket and data root, no bridge, no iptables) and
+Debian's podman (`podman system service`, its own root and socket), so
+the same job suite runs on both.  Images come from this machine only: the
+Debian base of `make rootfs` imported as runner-test/runtime:1, and
+runner-test/busybox:1 made of Debian's busybox-static (no bash, no libc:
+a job image unlike the helper's).  The registry (Debian's docker-registry
+with htpasswd) gets the busybox image pushed by dockerd.
 """
 import io
 import os
@@ -45,23 +48,31 @@ def _busybox_tar():
     return buf.getvalue()
 
 
-@pytest.fixture(scope="session")
-def docker_images(docker_host):
-    """The two job images on the private engine, imported once."""
-    d = Docker(docker_host)
+def _import_images(d, importer):
+    """The two job images, with importer(tar_stream_or_bytes, name) -> CompletedProcess."""
     if d("image", "inspect", RUNTIME_IMAGE, check=False).returncode != 0:
         tar = subprocess.Popen(["tar", "-C", os.path.join(ROOTFS, "runtime"), "-c", "."],
                                stdout=subprocess.PIPE)
-        p = subprocess.run(["docker", "import", "-", RUNTIME_IMAGE], stdin=tar.stdout,
-                           env=d.env, capture_output=True, text=True, timeout=300)
+        p = importer(tar.stdout, RUNTIME_IMAGE)
         tar.wait()
         if p.returncode != 0:
-            pytest.fail(f"docker import {RUNTIME_IMAGE}: {p.stderr}", pytrace=False)
+            pytest.fail(f"import {RUNTIME_IMAGE}: {p.stderr}", pytrace=False)
     if d("image", "inspect", BUSYBOX_IMAGE, check=False).returncode != 0:
-        p = subprocess.run(["docker", "import", "-", BUSYBOX_IMAGE], input=_busybox_tar(),
-                           env=d.env, capture_output=True, timeout=120)
+        p = importer(_busybox_tar(), BUSYBOX_IMAGE)
         if p.returncode != 0:
-            pytest.fail(f"docker import {BUSYBOX_IMAGE}: {p.stderr.decode()}", pytrace=False)
+            pytest.fail(f"import {BUSYBOX_IMAGE}: {p.stderr}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def docker_images(docker_host):
+    """The two job images on the private dockerd, imported once."""
+    d = Docker(docker_host)
+    def importer(data, name):
+        return subprocess.run(["docker", "import", "-", name], env=d.env, timeout=300,
+                              capture_output=True, **({"stdin": data} if not
+                                                      isinstance(data, bytes) else
+                                                      {"input": data}))
+    _import_images(d, importer)
     return d
 
 
@@ -166,3 +177,63 @@ def registry(docker_images, tmp_path_factory):
         p.terminate()
         p.wait(10)
         log.close()
+
+
+@pytest.fixture(scope="session")
+def podman_engine(registry, tmp_path_factory):
+    """Debian's podman as a Docker engine (its compat API), with the two images.
+
+    Its root and socket are its own.  registries.conf lets it pull from the
+    test registry over plain HTTP (dockerd allows 127.0.0.0/8 by default,
+    podman does not).
+    """
+    import shutil
+    import time
+
+    if shutil.which("podman") is None:
+        pytest.fail("podman is not installed (packaging/install-deps.sh installs it)",
+                    pytrace=False)
+    work = tmp_path_factory.mktemp("podman")
+    sock = work / "podman.sock"
+    (work / "registries.conf").write_text(
+        f'[[registry]]\nlocation = "{registry.address}"\ninsecure = true\n')
+    # As root podman gives a container RLIMIT_NOFILE 1048576 and RLIMIT_NPROC
+    # 4194304 unless told, which this machine's hard limits refuse ("error
+    # setting rlimit type 6"); an admin of such a host sets the same.
+    (work / "containers.conf").write_text(
+        '[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]\n')
+    base = ["podman", "--root", str(work / "root"), "--runroot", str(work / "run")]
+    env = dict(os.environ, CONTAINERS_REGISTRIES_CONF=str(work / "registries.conf"),
+               CONTAINERS_CONF=str(work / "containers.conf"))
+    log = open(work / "service.log", "w")
+    p = subprocess.Popen(base + ["system", "service", "--time=0", f"unix://{sock}"], env=env,
+                         stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+    try:
+        d = Docker(f"unix://{sock}")
+        for _ in range(100):
+            if sock.exists() and d("version", check=False).returncode == 0:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"podman system service did not answer: {(work / 'service.log').read_text()}",
+                        pytrace=False)
+
+        def importer(data, name):
+            return subprocess.run(base + ["import", "-", name], env=env, timeout=300,
+                                  capture_output=True, **({"stdin": data} if not
+                                                          isinstance(data, bytes) else
+                                                          {"input": data}))
+        _import_images(d, importer)
+        yield d
+    finally:
+        p.terminate()
+        try:
+            p.wait(20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        log.close()
+        # Its storage stays mounted (overlay, shm) until podman lets it go.
+        subprocess.run(base + ["system", "reset", "--force"], env=env, capture_output=True,
+                       timeout=120)
+        subprocess.run(["umount", "-R", "-l", str(work / "root")], capture_output=True)

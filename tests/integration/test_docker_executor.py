@@ -1,10 +1,10 @@
-"""The docker executor on a real engine: jobs in their image, as gitlab-runner runs them.
+"""The docker executor on real engines: jobs in their image, as gitlab-runner runs them.
 
-A private dockerd (packaging_fixtures.docker_host), images imported from
-this machine (docker_fixtures), the GitLab double, `runner run` with
-executor = "docker".  After each test nothing of the runner is left on the
-engine but its helper bundle volume and cache volumes, which are kept by
-design.
+Every test runs on a private dockerd and on Debian's podman
+(docker_fixtures), with images imported from this machine, the GitLab
+double and `runner run` with executor = "docker".  After each test nothing
+of the runner is left on the engine but its helper bundle volume and cache
+volumes, which are kept by design.
 """
 import os
 import re
@@ -18,9 +18,10 @@ from docker_fixtures import BUSYBOX_IMAGE, RUNTIME_IMAGE, docker_entry, leftover
 from gitlab_double import job_payload
 
 
-@pytest.fixture
-def engine(docker_images):
-    d = docker_images
+@pytest.fixture(params=["dockerd", "podman"])
+def engine(request):
+    d = request.getfixturevalue("docker_images" if request.param == "dockerd" else
+                                "podman_engine")
     assert leftovers(d) == {}, "the engine has leftovers from before this test"
     yield d
     left = leftovers(d)
@@ -36,7 +37,7 @@ def engine(docker_images):
 def run_docker_job(gitlab, daemons, engine, wait_s=120, entry_keys=None, **payload):
     r = gitlab.add_runner()
     d = daemons(gitlab, [docker_entry(gitlab, r, "dock", engine.env["DOCKER_HOST"],
-                                               **(entry_keys or {}))],
+                                      **(entry_keys or {}))],
                concurrent=1, check_interval=1, asan=True)
     payload.setdefault("variables", without_sources())
     job = gitlab.add_job(job_payload(**payload), runner=r)

@@ -317,7 +317,9 @@ on_connected(const struct engine_result *res, void *arg)
 
 	j->call = NULL;
 	if (res->error != 0 || res->status != 200) {
-		cause = xasprintf("cannot reach the Docker engine at %s: %s",
+		/* A transport failure's message names the engine already. */
+		cause = res->error != 0 && *res->message ? xstrdup(res->message) :
+		    xasprintf("cannot reach the Docker engine at %s: %s",
 		    engine_address(j->engine), *res->message ? res->message : "no answer");
 		prepare_step(j, -EIO, "runner_system_failure", cause);
 		free(cause);

@@ -188,7 +188,9 @@ on_call(const struct engine_result *res, void *arg)
 	switch (w->at) {
 	case SWEEP_PING:
 		if (res->status != 200) {
-			w->first_error = xasprintf("cannot reach the Docker engine at %s: %s",
+			w->first_error = res->error != 0 && *res->message ?
+			    xstrdup(res->message) :
+			    xasprintf("cannot reach the Docker engine at %s: %s",
 			    engine_address(w->engine), res->message);
 			sweep_end(w);
 			return;

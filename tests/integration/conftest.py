@@ -5,7 +5,7 @@ import subprocess
 import pytest
 from double_fixtures import *  # noqa: F401,F403  (gitlab, gitlab_tls, tls_files)
 from packaging_fixtures import debs, docker, docker_host  # noqa: F401  (made once per run)
-from docker_fixtures import docker_images, podman_engine, registry  # noqa: F401  (made once per run)
+from docker_fixtures import docker_images, podman_engine, registry, tls_engine  # noqa: F401  (made once per run)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.environ.get("RUNNER_SHARED_DIR") or os.path.join(os.path.dirname(ROOT), "shared")

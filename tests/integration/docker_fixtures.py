@@ -237,3 +237,65 @@ def podman_engine(registry, tmp_path_factory):
         subprocess.run(base + ["system", "reset", "--force"], env=env, capture_output=True,
                        timeout=120)
         subprocess.run(["umount", "-R", "-l", str(work / "root")], capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def tls_engine(docker_host, tmp_path_factory):
+    """A dockerd of its own on tcp://127.0.0.1 with --tlsverify and a throwaway CA.
+
+    Yields (Docker, cert_dir): cert_dir holds ca.pem, cert.pem and key.pem of
+    a client the daemon trusts, as tls_cert_path wants them.  Only the
+    busybox image is imported (it serves as the helper image too).
+    """
+    import shutil
+    import socket
+    import time
+
+    from gitlab_double import certs
+
+    work = tmp_path_factory.mktemp("tlsdockerd")
+    pki = certs.generate(work / "pki")
+    cert_dir = work / "client"
+    cert_dir.mkdir()
+    shutil.copy(pki.ca_cert, cert_dir / "ca.pem")
+    shutil.copy(pki.client_cert, cert_dir / "cert.pem")
+    shutil.copy(pki.client_key, cert_dir / "key.pem")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    host = f"tcp://127.0.0.1:{port}"
+    exec_root = f"/tmp/runner-dockerd-tls-{os.getpid()}"
+    log = open(work / "dockerd.log", "w")
+    p = subprocess.Popen(["dockerd", "--bridge=none", "--iptables=false", "--ip6tables=false",
+                          "--data-root", str(work / "data"), "--exec-root", exec_root,
+                          "--pidfile", str(work / "dockerd.pid"), "--tlsverify",
+                          "--tlscacert", pki.ca_cert, "--tlscert", pki.server_cert,
+                          "--tlskey", pki.server_key, "-H", host],
+                         stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+    d = Docker(host)
+    d.env.update(DOCKER_TLS_VERIFY="1", DOCKER_CERT_PATH=str(cert_dir))
+    try:
+        for _ in range(600):
+            if d("version", check=False).returncode == 0:
+                break
+            if p.poll() is not None:
+                break
+            time.sleep(0.1)
+        else:
+            p.kill()
+        if p.poll() is not None:
+            pytest.fail(f"dockerd with TLS did not start: {(work / 'dockerd.log').read_text()}",
+                        pytrace=False)
+        r = subprocess.run(["docker", "import", "-", BUSYBOX_IMAGE], input=_busybox_tar(),
+                           env=d.env, capture_output=True, timeout=120)
+        if r.returncode != 0:
+            pytest.fail(f"docker import over TLS: {r.stderr.decode()}", pytrace=False)
+        yield d, str(cert_dir), str(work / "pki")
+    finally:
+        p.terminate()
+        try:
+            p.wait(60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        log.close()

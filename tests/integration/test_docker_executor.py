@@ -222,3 +222,53 @@ def test_refused_pull_names_image_registry_and_cause(gitlab, daemons, engine, pu
     assert re.search(r"unauthorized|authentication required|no basic auth credentials", log,
                      re.I), log
     assert re.search(r"ERROR: Job failed: failed to pull image", log), log
+
+
+# -- tcp:// with TLS ------------------------------------------------------------
+
+def test_engine_over_tcp_with_tls(gitlab, daemons, tls_engine):
+    d, cert_dir, _ = tls_engine
+    host = d.env["DOCKER_HOST"]
+    r = gitlab.add_runner()
+    dm = daemons(gitlab, [docker_entry(gitlab, r, "tls", host, image=BUSYBOX_IMAGE,
+                                       helper_image=BUSYBOX_IMAGE, tls_verify=True,
+                                       tls_cert_path=cert_dir)],
+                 concurrent=1, check_interval=1, asan=True)
+    job = gitlab.add_job(job_payload(script=["echo over tls"], variables=without_sources()),
+                         runner=r)
+    dm.start()
+    gitlab.wait_for_job(job, statuses=FINAL_STATES, timeout=120)
+    dm.stop()
+    dm.assert_sanitizers_clean()
+    assert job.status == "success", job.log_text
+    assert "over tls" in job.log_text
+    assert leftovers(d) == {}
+
+
+def test_engine_over_tls_with_the_wrong_ca_fails_clearly(gitlab, daemons, tls_engine, tmp_path):
+    import shutil
+
+    from gitlab_double import certs
+
+    d, cert_dir, _ = tls_engine
+    other = certs.generate(tmp_path / "other")
+    wrong = tmp_path / "wrong"
+    wrong.mkdir()
+    shutil.copy(other.ca_cert, wrong / "ca.pem")
+    shutil.copy(os.path.join(cert_dir, "cert.pem"), wrong / "cert.pem")
+    shutil.copy(os.path.join(cert_dir, "key.pem"), wrong / "key.pem")
+    host = d.env["DOCKER_HOST"]
+    r = gitlab.add_runner()
+    dm = daemons(gitlab, [docker_entry(gitlab, r, "tls", host, image=BUSYBOX_IMAGE,
+                                       helper_image=BUSYBOX_IMAGE, tls_verify=True,
+                                       tls_cert_path=str(wrong))],
+                 concurrent=1, check_interval=1)
+    job = gitlab.add_job(job_payload(script=["true"], variables=without_sources()), runner=r)
+    dm.start()
+    gitlab.wait_for_job(job, statuses=FINAL_STATES, timeout=120)
+    dm.stop()
+    assert job.status == "failed"
+    assert job.failure_reason == "runner_system_failure", job.report()
+    assert host.replace("tcp://", "") in job.log_text, job.log_text
+    assert re.search(r"certificate|SSL|TLS", job.log_text), job.log_text
+    assert job.log_text.count("the Docker engine at") == 1, job.log_text

@@ -1099,6 +1099,21 @@ def test_register_docker_keeps_its_table_and_adds_the_cache_volume(gitlab, cmd, 
     cmd.assert_no_tokens(gitlab)
 
 
+def test_register_docker_engine_flags(gitlab, cmd, tmp_path):
+    # DockerCredentials: host, tls_cert_path, tls_verify come first in the table.
+    runner = gitlab.add_runner(token=new_token())
+    cfg = tmp_path / "config.toml"
+    p = register(cmd, cfg, gitlab.url, "--token", runner.token, "--executor", "docker",
+                 "--docker-image", "busybox", "--docker-host", "tcp://127.0.0.1:2376",
+                 "--docker-cert-path", "/etc/certs", "--docker-tlsverify")
+    assert p.returncode == 0, p.stderr
+    d = read_toml(cfg)["runners"][0]["docker"]
+    assert (d["host"], d["tls_cert_path"], d["tls_verify"]) == \
+        ("tcp://127.0.0.1:2376", "/etc/certs", True)
+    assert list(d)[:3] == ["host", "tls_cert_path", "tls_verify"]
+    cmd.assert_no_tokens(gitlab)
+
+
 def test_register_docker_without_an_image_is_refused(gitlab, cmd, tmp_path):
     runner = gitlab.add_runner(token=new_token())
     cfg = tmp_path / "config.toml"

@@ -9,43 +9,17 @@ runner-test/busybox:1 made of Debian's busybox-static (no bash, no libc:
 a job image unlike the helper's).  The registry (Debian's docker-registry
 with htpasswd) gets the busybox image pushed by dockerd.
 """
-import io
 import os
 import re
 import subprocess
-import tarfile
 
 import pytest
 
+from images import BUSYBOX_IMAGE, RUNTIME_IMAGE, busybox_tar
 from packaging_fixtures import ROOTFS, Docker
 
-RUNTIME_IMAGE = "runner-test/runtime:1"
-BUSYBOX_IMAGE = "runner-test/busybox:1"
-BUSYBOX = "/usr/bin/busybox"
 MANAGED = "label=com.gitlab.gitlab-runner.managed=true"
 CACHE_VOLUME = re.compile(r"-cache-[0-9a-f]{32}(-protected)?$")   # kept, as gitlab-runner keeps them
-
-
-def _busybox_tar():
-    applets = subprocess.run([BUSYBOX, "--list"], capture_output=True, text=True,
-                             check=True).stdout.split()
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as t:
-        for d in ("bin", "tmp", "etc", "root"):
-            info = tarfile.TarInfo(d)
-            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if d == "tmp" else 0o755
-            t.addfile(info)
-        t.add(BUSYBOX, arcname="bin/busybox")
-        for a in applets:
-            if a != "busybox":
-                info = tarfile.TarInfo(f"bin/{a}")
-                info.type, info.linkname = tarfile.SYMTYPE, "busybox"
-                t.addfile(info)
-        passwd = b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n"
-        info = tarfile.TarInfo("etc/passwd")
-        info.size = len(passwd)
-        t.addfile(info, io.BytesIO(passwd))
-    return buf.getvalue()
 
 
 def _import_images(d, importer):
@@ -58,7 +32,7 @@ def _import_images(d, importer):
         if p.returncode != 0:
             pytest.fail(f"import {RUNTIME_IMAGE}: {p.stderr}", pytrace=False)
     if d("image", "inspect", BUSYBOX_IMAGE, check=False).returncode != 0:
-        p = importer(_busybox_tar(), BUSYBOX_IMAGE)
+        p = importer(busybox_tar(), BUSYBOX_IMAGE)
         if p.returncode != 0:
             pytest.fail(f"import {BUSYBOX_IMAGE}: {p.stderr}", pytrace=False)
 
@@ -286,7 +260,7 @@ def tls_engine(docker_host, tmp_path_factory):
         if p.poll() is not None:
             pytest.fail(f"dockerd with TLS did not start: {(work / 'dockerd.log').read_text()}",
                         pytrace=False)
-        r = subprocess.run(["docker", "import", "-", BUSYBOX_IMAGE], input=_busybox_tar(),
+        r = subprocess.run(["docker", "import", "-", BUSYBOX_IMAGE], input=busybox_tar(),
                            env=d.env, capture_output=True, timeout=120)
         if r.returncode != 0:
             pytest.fail(f"docker import over TLS: {r.stderr.decode()}", pytrace=False)

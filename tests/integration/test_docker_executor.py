@@ -14,7 +14,8 @@ import time
 import pytest
 
 from daemon_helpers import FINAL_STATES, daemons, wait_until, without_sources  # noqa: F401
-from docker_fixtures import BUSYBOX_IMAGE, RUNTIME_IMAGE, docker_entry, leftovers
+from docker_fixtures import docker_entry, leftovers
+from images import BUSYBOX_IMAGE, RUNTIME_IMAGE
 from gitlab_double import job_payload
 
 

@@ -8,8 +8,13 @@
    uses a masked variable, and uploads artifacts and saves a cache; one that
    fails; one that is canceled while it runs; and, once the first is done,
    one that downloads the first one's artifacts and restores its cache;
-2. `runner register` binds to it and writes a fresh config.toml;
-3. `runner run` asks for the jobs, runs them in bash and reports them;
+   and a fifth for a second runner, in a container: a busybox image (made
+   from Debian's busybox-static, imported into a private dockerd) with a
+   service that serves a page the job fetches;
+2. `runner register` binds both runners (shell, docker) in a fresh
+   config.toml;
+3. `runner run` asks for the jobs, runs them in bash or in their
+   containers and reports them;
 4. once every job is final the daemon is drained (SIGQUIT) and each job's
    log is printed as GitLab received it, with its final state.
 
@@ -35,9 +40,13 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 
 from git_server import GitServer, make_repos  # noqa: E402
 from gitlab_double import GitLabDouble, job_payload  # noqa: E402
+from images import BUSYBOX_IMAGE, busybox_tar  # noqa: E402
 
 RUNNER = os.path.join(ROOT, "build", "runner")
 TOKEN = "glrt-t1_DemoRunnerToken00000"
+DOCKER_TOKEN = "glrt-t1_DemoDockerToken00000"
+DOCKERD = os.path.join(ROOT, "packaging", "container", "dockerd.sh")
+MANAGED = "label=com.gitlab.gitlab-runner.managed=true"
 SECRET = "s3cr3t-demo-value-42"
 
 
@@ -62,6 +71,33 @@ def echo_and_keep(stream, lines):
         lines.append(line)
 
 
+def start_engine():
+    """The private dockerd of packaging/container (build/docker), with the demo's image.
+
+    Returns (DOCKER_HOST, started): started says whether this demo started
+    it, and so stops it.
+    """
+    host = subprocess.run([DOCKERD, "host"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    env = dict(os.environ, DOCKER_HOST=host)
+    running = subprocess.run(["docker", "version"], env=env, capture_output=True).returncode == 0
+    if not running:
+        subprocess.run([DOCKERD, "start"], check=True)
+    if subprocess.run(["docker", "image", "inspect", BUSYBOX_IMAGE], env=env,
+                      capture_output=True).returncode != 0:
+        subprocess.run(["docker", "import", "-", BUSYBOX_IMAGE], input=busybox_tar(), env=env,
+                       check=True, capture_output=True)
+    return host, not running
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def main():
     work = tempfile.mkdtemp(prefix="runner-demo.")
     try:
@@ -80,11 +116,20 @@ def demo(work):
     repos = make_repos(os.path.join(work, "repositories"))
     git = GitServer(repos.root, token="no job yet").start()
     say(f"GitLab double on {gitlab.url}; git on {git.url}; work directory {work}")
+    docker_host, started_engine = start_engine()
+    say(f"Docker engine on {docker_host}")
 
-    say("runner register")
+    say("runner register (shell, then docker)")
     subprocess.run([RUNNER, "register", "--non-interactive", "-c", cfg, "--url", gitlab.url,
                     "--token", TOKEN, "--executor", "shell", "--name", "demo-runner"],
                    check=True)
+    docker_gitlab = gitlab.add_runner(token=DOCKER_TOKEN, id=7002)
+    subprocess.run([RUNNER, "register", "--non-interactive", "-c", cfg, "--url", gitlab.url,
+                    "--token", DOCKER_TOKEN, "--executor", "docker", "--name", "demo-docker",
+                    "--docker-host", docker_host, "--docker-image", BUSYBOX_IMAGE,
+                    "--docker-helper-image", BUSYBOX_IMAGE, "--docker-pull-policy",
+                    "if-not-present", "--docker-network-mode", "host"], check=True)
+    port = free_port()
 
     jobs = [
         gitlab.add_job(job_payload(
@@ -111,6 +156,17 @@ def demo(work):
             name="canceled", id=3, variables={"GIT_STRATEGY": "none"}, script=["echo waiting to be canceled", "sleep 60"],
             after_script=["echo \"after_script sees CI_JOB_STATUS=$CI_JOB_STATUS\""]),
             runner=runner_gitlab, id=9003),
+        gitlab.add_job(job_payload(
+            name="in-a-container", id=5, image={"name": BUSYBOX_IMAGE},
+            services=[{"name": BUSYBOX_IMAGE, "alias": "web",
+                       "entrypoint": ["/bin/sh", "-c"],
+                       "command": ["mkdir -p /www && echo 'served by the demo service' > "
+                                   f"/www/index.html && exec httpd -f -p 127.0.0.1:{port} -h /www"]}],
+            variables={"GIT_STRATEGY": "none", "HEALTHCHECK_TCP_PORT": str(port)},
+            script=["echo \"$CI_JOB_NAME runs in $(hostname)\"",
+                    "ls /bin/bash 2>/dev/null || echo 'no bash in this image: sh it is'",
+                    f"wget -qO- http://127.0.0.1:{port}/"]),
+            runner=docker_gitlab, id=9005),
     ]
     git.token = jobs[0].token
 
@@ -144,10 +200,15 @@ def demo(work):
         reader.join()
         gitlab.stop()
         git.stop()
+        left = subprocess.run(["docker", "ps", "-a", "--filter", MANAGED, "--format",
+                               "{{.Names}}"], env=dict(os.environ, DOCKER_HOST=docker_host),
+                              capture_output=True, text=True).stdout.split()
+        if started_engine:
+            subprocess.run([DOCKERD, "stop"], check=False)
 
     problems = []
     expected = {9001: ("success", None), 9002: ("failed", "script_failure"),
-                9003: ("canceled", None), 9004: ("success", None)}
+                9003: ("canceled", None), 9004: ("success", None), 9005: ("success", None)}
     for job in jobs:
         r = job.report()
         say(f"job {r['id']} ({r['name']}): {r['status']}"
@@ -170,9 +231,14 @@ def demo(work):
             problems.append(f"job {job.id}: the job token reached the log")
     if repos.main_head[:7] not in jobs[0].log_text or "lib 2" not in jobs[0].log_text:
         problems.append("job 9001 did not check out the pipeline's commit with its submodule")
-    if (repos.main_head[:7] not in jobs[3].log_text
-            or "cached dependency" not in jobs[3].log_text):
+    by_id = {j.id: j for j in jobs}
+    if (repos.main_head[:7] not in by_id[9004].log_text
+            or "cached dependency" not in by_id[9004].log_text):
         problems.append("job 9004 did not get job 9001's artifacts and cache")
+    if "served by the demo service" not in by_id[9005].log_text:
+        problems.append("job 9005 did not reach its service")
+    if left:
+        problems.append(f"containers left on the engine: {left}")
     problems += [f"protocol violation: {v}" for v in gitlab.violations]
     problems += [f"git server: {e}" for e in git.errors]
     if rc != 0:

@@ -22,7 +22,7 @@ import plot  # noqa: E402
 from common import OUT, ROOT  # noqa: E402
 
 SCENARIOS = ["limits", "startup", "mask", "archive", "idle", "trace", "jobs100", "overhead",
-             "tls", "economy", "pickup", "storm", "outage", "soak"]     # the order `make bench` runs them
+             "tls", "economy", "pickup", "storm", "outage", "docker", "soak"]     # the order `make bench` runs them
 
 
 def _num(v):

@@ -71,8 +71,8 @@ def test_job_runs_in_its_image(gitlab, daemons, engine):
 def test_a_busybox_image_runs_its_sh(gitlab, daemons, engine):
     # No bash in the image: the shell is detected in the container, as gitlab-runner does.
     job, _ = run_docker_job(gitlab, daemons, engine, image={"name": BUSYBOX_IMAGE},
-                            script=["ls /bin/bash || echo no bash here", "busybox > /tmp/help || true",
-                                    "head -1 /tmp/help"])
+                            script=["ls /bin/bash || echo no bash here", "busybox > help.txt || true",
+                                    "head -1 help.txt"])
     assert job.status == "success", job.log_text
     assert "no bash here" in job.log_text and "BusyBox v" in job.log_text
 

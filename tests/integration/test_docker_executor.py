@@ -273,3 +273,25 @@ def test_engine_over_tls_with_the_wrong_ca_fails_clearly(gitlab, daemons, tls_en
     assert host.replace("tcp://", "") in job.log_text, job.log_text
     assert re.search(r"certificate|SSL|TLS", job.log_text), job.log_text
     assert job.log_text.count("the Docker engine at") == 1, job.log_text
+
+
+def test_cancel_stops_the_stage_and_after_script_runs(gitlab, daemons, engine):
+    r = gitlab.add_runner()
+    d = daemons(gitlab, [docker_entry(gitlab, r, "dock", engine.env["DOCKER_HOST"])],
+                concurrent=1, check_interval=1, asan=True,
+                env={"RUNNER_KEEPALIVE_MS": "500"})
+    job = gitlab.add_job(job_payload(image={"name": RUNTIME_IMAGE},
+                                     script=["echo started", "sleep 300"],
+                                     after_script=['echo "after_script: $CI_JOB_STATUS"'],
+                                     variables=without_sources()), runner=r)
+    d.start()
+    wait_until(lambda: "started" in job.log_text, 120, "the job's script running")
+    t0 = time.monotonic()
+    job.cancel()
+    gitlab.wait_for_job(job, statuses=("canceled", "failed", "success"), timeout=60)
+    took = time.monotonic() - t0
+    d.stop()
+    d.assert_sanitizers_clean()
+    assert job.status == "canceled", job.report()
+    assert "after_script: canceled" in job.log_text, job.log_text
+    assert took < 30, f"the cancel took {took:.1f} s"

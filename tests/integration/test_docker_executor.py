@@ -15,6 +15,7 @@ import pytest
 
 from daemon_helpers import FINAL_STATES, daemons, wait_until, without_sources  # noqa: F401
 from docker_fixtures import docker_entry, leftovers
+from git_server import git_repos, git_server  # noqa: F401 (fixtures)
 from images import BUSYBOX_IMAGE, RUNTIME_IMAGE
 from gitlab_double import job_payload
 
@@ -295,3 +296,31 @@ def test_cancel_stops_the_stage_and_after_script_runs(gitlab, daemons, engine):
     assert job.status == "canceled", job.report()
     assert "after_script: canceled" in job.log_text, job.log_text
     assert took < 30, f"the cancel took {took:.1f} s"
+
+
+def test_clone_in_the_helper_container(gitlab, daemons, engine, git_server):
+    # git runs in the helper (the Debian base has it), the steps in the image.
+    repos = git_server.repos
+    r = gitlab.add_runner()
+    d = daemons(gitlab, [docker_entry(gitlab, r, "dock", engine.env["DOCKER_HOST"])],
+                concurrent=1, check_interval=1, asan=True)
+    job = gitlab.add_job(job_payload(
+        image={"name": RUNTIME_IMAGE}, sha=repos.main_head,
+        repo_url=git_server.clean_url(repos.project), depth=2,
+        variables={"GIT_SUBMODULE_STRATEGY": "normal"},
+        script=["echo HEAD=$(git rev-parse HEAD)", "cat lib/lib.txt",
+                "echo CONFIG; cat .git/config", "echo DIR=$PWD"]), runner=r)
+    git_server.token = job.token
+    d.start()
+    gitlab.wait_for_job(job, statuses=FINAL_STATES, timeout=120)
+    d.stop()
+    d.assert_sanitizers_clean()
+    log = job.log_text
+    assert job.status == "success", log
+    assert f"HEAD={repos.main_head}" in log
+    assert "lib 2" in log                           # the submodule, at its recorded commit
+    assert "DIR=/builds/group/project" in log
+    # The checkout's config names the clean URL; the token is nowhere in the log.
+    assert f"url = {git_server.clean_url(repos.project)}" in log
+    assert job.token not in log
+    d.assert_no_tokens()

@@ -324,3 +324,15 @@ def test_clone_in_the_helper_container(gitlab, daemons, engine, git_server):
     assert f"url = {git_server.clean_url(repos.project)}" in log
     assert job.token not in log
     d.assert_no_tokens()
+
+
+def test_image_entrypoint_and_user_from_the_job(gitlab, daemons, engine):
+    # image: entrypoint [""] runs no entrypoint; executor_opts.docker.user runs the steps
+    # as that user (the helper's stages stay root, as gitlab-runner has them).
+    job, _ = run_docker_job(gitlab, daemons, engine,
+                            image={"name": RUNTIME_IMAGE, "entrypoint": [""],
+                                   "executor_opts": {"docker": {"user": "nobody"}}},
+                            script=["echo UID=$(id -u)", "touch mine && ls -n mine"])
+    log = job.log_text
+    assert job.status == "success", log
+    assert "UID=65534" in log

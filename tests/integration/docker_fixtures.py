@@ -210,7 +210,10 @@ def podman_engine(registry, tmp_path_factory):
         # Its storage stays mounted (overlay, shm) until podman lets it go.
         subprocess.run(base + ["system", "reset", "--force"], env=env, capture_output=True,
                        timeout=120)
-        subprocess.run(["umount", "-R", "-l", str(work / "root")], capture_output=True)
+        with open("/proc/self/mounts") as f:
+            mounts = [line.split()[1] for line in f if line.split()[1].startswith(str(work))]
+        for m in sorted(mounts, key=len, reverse=True):
+            subprocess.run(["umount", "-l", m], capture_output=True)
 
 
 @pytest.fixture(scope="session")

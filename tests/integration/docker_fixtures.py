@@ -207,9 +207,13 @@ def podman_engine(registry, tmp_path_factory):
             p.kill()
             p.wait()
         log.close()
-        # Its storage stays mounted (overlay, shm) until podman lets it go.
-        subprocess.run(base + ["system", "reset", "--force"], env=env, capture_output=True,
-                       timeout=120)
+        # Its storage stays mounted (overlay, shm) until podman lets it go; what
+        # a reset that fails or hangs leaves is unmounted here all the same.
+        try:
+            subprocess.run(base + ["system", "reset", "--force"], env=env,
+                           capture_output=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            pass
         with open("/proc/self/mounts") as f:
             mounts = [line.split()[1] for line in f if line.split()[1].startswith(str(work))]
         for m in sorted(mounts, key=len, reverse=True):

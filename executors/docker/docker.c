@@ -317,10 +317,7 @@ on_connected(const struct engine_result *res, void *arg)
 
 	j->call = NULL;
 	if (res->error != 0 || res->status != 200) {
-		/* A transport failure's message names the engine already. */
-		cause = res->error != 0 && *res->message ? xstrdup(res->message) :
-		    xasprintf("cannot reach the Docker engine at %s: %s",
-		    engine_address(j->engine), *res->message ? res->message : "no answer");
+		cause = engine_unreachable(j->engine, res);
 		prepare_step(j, -EIO, "runner_system_failure", cause);
 		free(cause);
 		return;

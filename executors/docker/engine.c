@@ -460,6 +460,15 @@ call_unlink(struct engine_call *c)
 	c->prev = c->next = NULL;
 }
 
+char *
+engine_unreachable(const struct engine *e, const struct engine_result *res)
+{
+	if (res->error != 0 && *res->message)
+		return xstrdup(res->message);
+	return xasprintf("cannot reach the Docker engine at %s: %s", e->address,
+	    *res->message ? res->message : "no answer");
+}
+
 /* What the transport said, in words naming the engine. */
 static char *
 transport_message(const struct engine *e, const struct http_result *res)

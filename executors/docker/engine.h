@@ -27,6 +27,7 @@
 
 struct engine;
 struct engine_call;
+struct engine_result;
 
 #define ENGINE_API_MIN		"1.41"	/* Debian 12's docker.io */
 #define ENGINE_API_MAX		"1.47"	/* the newest whose create bodies we write */
@@ -59,6 +60,12 @@ struct engine	*engine_new(const struct engine_config *cfg, char **cause);
 void		 engine_close(struct engine *e);
 /* The address as the user wrote it or it was defaulted: for messages. */
 const char	*engine_address(const struct engine *e);
+/*
+ * Why a GET /_ping did not answer 200, naming the engine once: the
+ * transport's message names it already, the daemon's does not.  The
+ * caller frees it.
+ */
+char		*engine_unreachable(const struct engine *e, const struct engine_result *res);
 /* The negotiated version ("1.41"), or NULL before engine_connect() ended. */
 const char	*engine_api_version(const struct engine *e);
 /* Whether the negotiated version is at least "major.minor". */

@@ -171,6 +171,23 @@ sweep_end(struct exec_sweep *w)
 	free(err);
 }
 
+/*
+ * A list's answer: what it names is swept; a list that failed is said, or
+ * what it would have named stays behind unnoticed.  The other lists go on.
+ */
+static void
+listed(struct exec_sweep *w, const struct engine_result *res, const char *what,
+    const char *key, struct strv *into)
+{
+	if (res->status == 200) {
+		collect(w, res->body, key, into);
+		return;
+	}
+	if (w->first_error == NULL)
+		w->first_error = xasprintf("cannot list the %s of the Docker engine at %s: %s",
+		    what, engine_address(w->engine), *res->message ? res->message : "no answer");
+}
+
 static void
 on_call(const struct engine_result *res, void *arg)
 {
@@ -188,28 +205,22 @@ on_call(const struct engine_result *res, void *arg)
 	switch (w->at) {
 	case SWEEP_PING:
 		if (res->status != 200) {
-			w->first_error = res->error != 0 && *res->message ?
-			    xstrdup(res->message) :
-			    xasprintf("cannot reach the Docker engine at %s: %s",
-			    engine_address(w->engine), res->message);
+			w->first_error = engine_unreachable(w->engine, res);
 			sweep_end(w);
 			return;
 		}
 		w->at = SWEEP_LIST_CONTAINERS;
 		break;
 	case SWEEP_LIST_CONTAINERS:
-		if (res->status == 200)
-			collect(w, res->body, "Id", &w->containers);
+		listed(w, res, "containers", "Id", &w->containers);
 		w->at = SWEEP_LIST_VOLUMES;
 		break;
 	case SWEEP_LIST_VOLUMES:
-		if (res->status == 200)
-			collect(w, res->body, "Name", &w->volumes);
+		listed(w, res, "volumes", "Name", &w->volumes);
 		w->at = SWEEP_LIST_NETWORKS;
 		break;
 	case SWEEP_LIST_NETWORKS:
-		if (res->status == 200)
-			collect(w, res->body, "Id", &w->networks);
+		listed(w, res, "networks", "Id", &w->networks);
 		w->at = SWEEP_REMOVING;
 		break;
 	case SWEEP_REMOVING:

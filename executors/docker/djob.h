@@ -2,7 +2,7 @@
  * Inside the docker executor: one job's containers, volumes and network,
  * shared by the files that each do one part of it (docker.c the job's
  * life, stage.c a stage, pull.c images, services.c services, sweep.c
- * leftovers).  Not for anything outside executors/docker/.
+ * leftovers), all built on djob.c.  Not for anything outside executors/docker/.
  */
 #ifndef EXECUTORS_DOCKER_DJOB_H
 #define EXECUTORS_DOCKER_DJOB_H
@@ -121,32 +121,32 @@ struct exec_job {
 	char			*first_error;	/* close: the first removal that failed */
 };
 
-/* docker.c */
+/* djob.c: what every part does with the job. */
 void	djob_say(struct exec_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Record an object before creating it; -1 if the journal refused. */
 int	djob_record(struct exec_job *j, const char *kind, const char *name);
 /* The labels of a container of type t, with extra ("key=value") after them. */
 void	djob_labels(struct exec_job *j, struct strv *out, enum ctr_type t,
 	    const struct strv *extra);
+/* The create body of a build or helper container. */
+char	*djob_ctr_body(struct exec_job *j, enum ctr_type t, char **error);
+/* POST /containers/create for c with body; then c->id is set.  step once. */
+void	djob_create(struct exec_job *j, struct dctr *c, const char *body, djob_step_cb *step);
+/* DELETE the container c (404 is done); step once. */
+void	djob_remove(struct exec_job *j, struct dctr *c, djob_step_cb *step);
+void	dimage_release(struct dimage *img);
+void	dctr_release(struct dctr *c);
 
 /* pull.c: make img->id usable, pulling by its policies; step once. */
 void	djob_pull(struct exec_job *j, struct dimage *img, bool is_service, djob_step_cb *step);
-void	dimage_release(struct dimage *img);
 
 /* services.c: create, start and wait for every service; step once. */
 void	djob_services(struct exec_job *j, djob_step_cb *step);
 
-/* stage.c: the ops of a stage, and creating a job container. */
+/* stage.c: the ops of a stage. */
 struct exec	*djob_stage_start(uv_loop_t *loop, const struct exec_stage *stage,
 		    exec_output_cb *on_output, exec_done_cb *on_done, void *arg, char **cause);
 void		 djob_stage_cancel(struct exec *e, uint64_t grace_ms);
-/* The create body of a build or helper container. */
-char		*djob_ctr_body(struct exec_job *j, enum ctr_type t, char **error);
-/* POST /containers/create for c with body; then c->id is set.  step once. */
-void		 djob_create(struct exec_job *j, struct dctr *c, const char *body,
-		    djob_step_cb *step);
-/* DELETE the container c (404 is done); cb once. */
-void		 djob_remove(struct exec_job *j, struct dctr *c, djob_step_cb *step);
 
 /* sweep.c */
 struct exec_sweep *docker_sweep(uv_loop_t *loop, const void *settings, const char *system_id,

@@ -55,37 +55,6 @@ static const char *const state_names[] = {
 static void	djob_enter(struct exec_job *, enum djob_state);
 static void	prepare_failed(struct exec_job *, const char *, const char *);
 
-void
-djob_say(struct exec_job *j, const char *fmt, ...)
-{
-	va_list ap;
-	char *line;
-
-	va_start(ap, fmt);
-	if (vasprintf(&line, fmt, ap) < 0)
-		line = NULL;
-	va_end(ap);
-	if (line == NULL)
-		return;
-	if (j->say != NULL)
-		j->say(line, j->arg);
-	free(line);
-}
-
-int
-djob_record(struct exec_job *j, const char *kind, const char *name)
-{
-	if (j->record == NULL)
-		return 0;
-	return j->record(kind, name, j->arg);
-}
-
-void
-djob_labels(struct exec_job *j, struct strv *out, enum ctr_type t, const struct strv *extra)
-{
-	docker_labels(out, &j->label_in, (int)t, extra);
-}
-
 /* ---- the spec, copied ---- */
 
 static const char *
@@ -148,34 +117,6 @@ dimage_copy(struct dimage *to, const struct exec_image *from, const struct exec_
 	copy_strv(&to->variables, from->variables);
 	to->from_config = from->from_config;
 	dimage_auth(to, sp);
-}
-
-void
-dimage_release(struct dimage *img)
-{
-	free(img->name);
-	strv_release(&img->entrypoint);
-	strv_release(&img->command);
-	strv_release(&img->pull_policy);
-	free(img->user);
-	free(img->platform);
-	strv_release(&img->aliases);
-	strv_release(&img->variables);
-	if (img->registry_auth != NULL) {
-		explicit_bzero(img->registry_auth, strlen(img->registry_auth));
-		free(img->registry_auth);
-	}
-	free(img->auth_source);
-	free(img->id);
-	memset(img, 0, sizeof(*img));
-}
-
-static void
-dctr_release(struct dctr *c)
-{
-	free(c->name);
-	free(c->id);
-	c->name = c->id = NULL;
 }
 
 static void

@@ -64,6 +64,7 @@ struct dservice {
 	struct strv	 ports;		/* exposed tcp ports, for the health check */
 	char		*ip;		/* NULL on the host network */
 	struct dctr	 wait;		/* the health check's container */
+	struct svc_logs	*logs;		/* CI_DEBUG_SERVICES: its output followed, or NULL */
 };
 
 typedef void	djob_step_cb(struct exec_job *j, int status, const char *reason,
@@ -142,6 +143,13 @@ void	djob_pull(struct exec_job *j, struct dimage *img, bool is_service, djob_ste
 
 /* services.c: create, start and wait for every service; step once. */
 void	djob_services(struct exec_job *j, djob_step_cb *step);
+
+/*
+ * service_logs.c: with CI_DEBUG_SERVICES, every started service's output
+ * into the job's log until stop (at close).
+ */
+void	djob_service_logs_start(struct exec_job *j);
+void	djob_service_logs_stop(struct exec_job *j);
 
 /* stage.c: the ops of a stage. */
 struct exec	*djob_stage_start(uv_loop_t *loop, const struct exec_stage *stage,

@@ -1018,6 +1018,7 @@ docker_job_close(struct exec_job *j, exec_job_done_cb *closed, void *arg)
 		docker_job_abort(j);
 	j->done = closed;
 	j->done_arg = arg;
+	djob_service_logs_stop(j);
 	djob_enter(j, DJOB_CLOSING);
 	j->next = 0;
 	close_next(j);

@@ -295,6 +295,7 @@ svc_next(struct svc_run *r)
 	int64_t timeout;
 
 	if (!r->waiting && r->i == j->n_services) {
+		djob_service_logs_start(j);
 		r->waiting = true;
 		r->i = 0;
 		r->at = SVC_WAIT_CREATE;

@@ -137,6 +137,34 @@ def test_service_answers_the_job(gitlab, daemons, engine):
     assert "served by the service" in job.log_text
 
 
+SERVICE_LINE = re.compile(r"\x1b\[0;37m\[service:([^\]]*)\] "
+                          r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[.0-9]*Z (.*?)\x1b\[0;m")
+
+
+@pytest.mark.parametrize("debug", [True, False])
+def test_ci_debug_services_puts_service_output_in_the_log(gitlab, daemons, engine, debug):
+    variables = {"CI_DEBUG_SERVICES": "true"} if debug else {}
+    job, _ = run_docker_job(
+        gitlab, daemons, engine, image={"name": BUSYBOX_IMAGE},
+        services=[{"name": BUSYBOX_IMAGE, "alias": "web", "entrypoint": ["/bin/sh", "-c"],
+                   "command": ["echo hello from the service; echo to stderr >&2; "
+                               "i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.2; done"]}],
+        variables=without_sources(variables), script=["sleep 2", "echo job done"])
+    log = job.log_text
+    assert job.status == "success", log
+    lines = SERVICE_LINE.findall(log)
+    if not debug:
+        assert lines == [] and "hello from the service" not in log, log
+        return
+    assert ("hello from the service" in [text for _, text in lines] and
+            "to stderr" in [text for _, text in lines]), log
+    assert all("web" in name.split("-") for name, _ in lines), lines
+    # Followed while the job ran, not read once at the end.
+    ticks = [int(text.split()[1]) for _, text in lines if text.startswith("tick ")]
+    assert len(ticks) >= 3 and ticks == sorted(ticks), lines
+    assert log.index("tick 1") < log.index("job done"), log
+
+
 def test_artifacts_and_after_script_in_containers(gitlab, daemons, engine):
     job, _ = run_docker_job(
         gitlab, daemons, engine, image={"name": RUNTIME_IMAGE},

@@ -36,6 +36,13 @@
 #define HEAD_MAX		(64 * 1024)
 #define READ_CHUNK		(64 * 1024)
 
+/*
+ * One read buffer for every attach: each read is consumed (framed and
+ * passed on) before receive() returns, and all attaches run on the one
+ * loop thread.  In each attach it would be 64 KiB of every running job.
+ */
+static char rbuf[READ_CHUNK];
+
 enum attach_state {
 	ATTACH_HEAD,		/* request sent or going, answer's head not yet whole */
 	ATTACH_ERROR_BODY,	/* an error answer: its body, for the message */
@@ -67,7 +74,6 @@ struct attach {
 	void			*arg;
 	bool			 done;
 	char			 errbuf[CURL_ERROR_SIZE];
-	char			 rbuf[READ_CHUNK];
 };
 
 static void
@@ -301,7 +307,7 @@ receive(struct attach *a)
 
 	while (!a->done) {
 		n = 0;
-		rc = curl_easy_recv(a->curl, a->rbuf, sizeof(a->rbuf), &n);
+		rc = curl_easy_recv(a->curl, rbuf, sizeof(rbuf), &n);
 		if (rc == CURLE_AGAIN)
 			return;
 		if (rc != CURLE_OK) {
@@ -315,15 +321,15 @@ receive(struct attach *a)
 		}
 		switch (a->state) {
 		case ATTACH_HEAD:
-			feed_head(a, a->rbuf, n);
+			feed_head(a, rbuf, n);
 			break;
 		case ATTACH_ERROR_BODY:
 			/* A body past the cap: what came is enough for the message. */
-			if (buf_append(&a->head, a->rbuf, n) != 0 || a->head.len >= a->body_want)
+			if (buf_append(&a->head, rbuf, n) != 0 || a->head.len >= a->body_want)
 				fail_answer(a, a->head.ptr, a->head.len);
 			break;
 		case ATTACH_STREAM:
-			frames_feed(&a->frames, a->rbuf, n, on_frame, a);
+			frames_feed(&a->frames, rbuf, n, on_frame, a);
 			break;
 		}
 	}

@@ -4,8 +4,11 @@
  * makes it (internal/labels, helpers/container/services, helpers/dns,
  * helpers/pull_policies, createContainerConfig/createHostConfig).
  */
+#include <sys/socket.h>
+
+#include <arpa/inet.h>
 #include <ctype.h>
-#include <math.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,9 +228,10 @@ docker_service_aliases(struct strv *out, const char *image, const char *job_alia
 
 	push_unique(out, a);
 	push_unique(out, b);
+	/* Image.Aliases(): strings.Fields once every ',' is a space. */
 	while (p != NULL && *p) {
-		p += strspn(p, ", ");
-		e = p + strcspn(p, ", ");
+		p += strspn(p, ", \t\n\v\f\r");
+		e = p + strcspn(p, ", \t\n\v\f\r");
 		if (e > p) {
 			char *one = xmalloc((size_t)(e - p) + 1);
 
@@ -272,34 +276,39 @@ policy_parse(const char *s, enum pull_policy *out)
 
 /* Go's %v of a []string: "[a b]". */
 static void
-go_list(struct buf *b, const enum pull_policy *v, size_t n)
+go_list(struct buf *b, const char *const *v, size_t n)
 {
 	size_t i;
 
 	buf_puts(b, "[");
 	for (i = 0; i < n; i++)
-		buf_printf(b, "%s%s", i ? " " : "", pull_policy_name(v[i]));
+		buf_printf(b, "%s%s", i ? " " : "", v[i]);
 	buf_puts(b, "]");
 }
 
-/* A config list of policies, or its default (always). */
+/*
+ * GetPullPolicies and GetAllowedPullPolicies: a config list, every entry
+ * checked, or [always] when it is empty.
+ */
 static int
-policies_of(const struct strv *list, const char *key, enum pull_policy *out, size_t *n,
+config_policies(const struct strv *list, const char *key, const char **out, size_t *n,
     char **error)
 {
+	enum pull_policy p;
 	size_t i;
 
 	*n = 0;
-	if (list == NULL || list->n == 0) {
-		out[(*n)++] = PULL_ALWAYS;
+	if (list->n == 0) {
+		out[(*n)++] = policy_names[PULL_ALWAYS];
 		return 0;
 	}
-	for (i = 0; i < list->n && *n < 16; i++)
-		if (policy_parse(list->v[i], &out[(*n)++]) != 0) {
-			*error = xasprintf("unsupported %s: \"%s\" (always, if-not-present or never)",
-			    key, list->v[i]);
+	for (i = 0; i < list->n && *n < 16; i++) {
+		if (policy_parse(list->v[i], &p) != 0) {
+			*error = xasprintf("unsupported %s config: \"%s\"", key, list->v[i]);
 			return -1;
 		}
+		out[(*n)++] = list->v[i];
+	}
 	return 0;
 }
 
@@ -307,33 +316,34 @@ int
 docker_pull_policies(const struct strv *job, const struct docker_settings *s,
     enum pull_policy *out, size_t *n_out, char **error)
 {
-	enum pull_policy want[16], allowed[16];
+	const char *want[16], *allowed[16], *source;
 	size_t n_want = 0, n_allowed = 0, i, k;
-	const char *source;
 	struct buf b;
 
 	*n_out = 0;
 	if (job != NULL && job->n > 0) {
-		if (policies_of(job, "pull_policy in the job's image", want, &n_want, error) != 0)
-			return -1;
+		/* The job's as GitLab sent them: one that is not allowed is left out. */
+		for (i = 0; i < job->n && n_want < 16; i++)
+			want[n_want++] = job->v[i];
 		source = "GitLab pipeline config";
 	} else {
-		if (policies_of(&s->pull_policy, "runners.docker.pull_policy", want, &n_want,
-		    error) != 0)
+		if (config_policies(&s->pull_policy, "pull_policy", want, &n_want, error) != 0)
 			return -1;
 		source = s->pull_policy.n > 0 ? "Runner config" : "Runner config (default)";
 	}
 	if (s->allowed_pull_policies.n > 0) {
-		if (policies_of(&s->allowed_pull_policies, "runners.docker.allowed_pull_policies",
-		    allowed, &n_allowed, error) != 0)
+		if (config_policies(&s->allowed_pull_policies, "allowed_pull_policies", allowed,
+		    &n_allowed, error) != 0)
 			return -1;
-	} else if (policies_of(&s->pull_policy, "runners.docker.pull_policy", allowed,
-	    &n_allowed, error) != 0)
+	} else if (config_policies(&s->pull_policy, "pull_policy", allowed, &n_allowed,
+	    error) != 0)
 		return -1;
+	/* ComputeEffectivePullPolicies: the job's order, repeats kept. */
 	for (i = 0; i < n_want; i++)
 		for (k = 0; k < n_allowed; k++)
-			if (want[i] == allowed[k]) {
-				out[(*n_out)++] = want[i];
+			if (strcmp(want[i], allowed[k]) == 0 &&
+			    policy_parse(want[i], &out[*n_out]) == 0) {
+				(*n_out)++;
 				break;
 			}
 	if (*n_out > 0)
@@ -348,12 +358,54 @@ docker_pull_policies(const struct strv *job, const struct docker_settings *s,
 	return -1;
 }
 
-/* A character class at p ("[a-z]", "[!x]"); *end past it.  -1: not a class. */
-static int
-class_match(const char *p, char c, const char **end)
+/*
+ * allowed_images and the other allowed_* lists are doublestar v4's Match:
+ * '*' and '?' stop at '/'; "**" crosses it only as a whole path segment
+ * (at the start or after a '/', and at the end or before one), elsewhere
+ * it is a '*'; [class] (which may match '/'), {alt,ernatives}, '\'
+ * escapes.  A malformed pattern (an open '[' or '{', an empty class, a
+ * trailing '\') matches nothing.  Bytes, not runes: image names are ASCII.
+ */
+static bool
+glob_valid(const char *p)
 {
+	int depth = 0;
+
+	for (; *p; p++) {
+		switch (*p) {
+		case '\\':
+			if (*++p == '\0')
+				return false;
+			break;
+		case '[':
+			p++;
+			if (*p == '!' || *p == '^')
+				p++;
+			if (*p == '\0' || *p == ']')
+				return false;
+			for (; *p != ']'; p++)
+				if (*p == '\0' || (*p == '\\' && *++p == '\0'))
+					return false;
+			break;
+		case '{':
+			depth++;
+			break;
+		case '}':
+			if (depth > 0)	/* a lone '}' is itself */
+				depth--;
+			break;
+		}
+	}
+	return depth == 0;
+}
+
+/* The class at *p against c, *p moved past it; -1 if it does not close. */
+static int
+glob_class(const char **p, char c)
+{
+	const char *q = *p + 1;
 	bool neg = false, hit = false;
-	const char *q = p + 1;
+	char lo, hi;
 
 	if (*q == '!' || *q == '^') {
 		neg = true;
@@ -361,73 +413,151 @@ class_match(const char *p, char c, const char **end)
 	}
 	if (*q == ']')
 		return -1;
-	for (; *q && *q != ']'; q++) {
-		if (q[1] == '-' && q[2] && q[2] != ']') {
-			if (c >= q[0] && c <= q[2])
-				hit = true;
-			q += 2;
-		} else if (*q == c)
+	while (*q != ']') {
+		if (*q == '\\')
+			q++;
+		if (*q == '\0')
+			return -1;
+		lo = hi = *q++;
+		if (*q == '-' && q[1] != ']' && q[1] != '\0') {
+			if (*++q == '\\')
+				q++;
+			if (*q == '\0')
+				return -1;
+			hi = *q++;
+		}
+		if (lo <= c && c <= hi)
 			hit = true;
 	}
-	if (*q != ']')
-		return -1;
-	*end = q + 1;
-	return hit != neg && c != '/';
+	*p = q + 1;
+	return hit != neg;
 }
 
-bool
-docker_glob_match(const char *p, const char *s)
+/*
+ * In the alternatives of a '{' (from p, just past it): the next ',' or the
+ * closing '}' at their own depth, or NULL if it does not close.
+ */
+static const char *
+glob_alt_next(const char *p)
 {
-	const char *end;
+	int depth = 0;
+
+	for (; *p; p++) {
+		if (*p == '\\') {
+			if (*++p == '\0')
+				break;
+		} else if (*p == '{')
+			depth++;
+		else if (*p == '}' && depth-- == 0)
+			return p;
+		else if (*p == ',' && depth == 0)
+			return p;
+	}
+	return NULL;
+}
+
+static bool	glob_at(const char *p, const char *s, bool seg);
+static bool	glob_empty(const char *p, bool seg);
+
+/* The '{' at p: each alternative in turn, followed by the rest of the pattern. */
+static bool
+glob_alts(const char *p, const char *s, bool seg)
+{
+	const char *a = p + 1, *e, *end = a;
+	bool hit = false;
+	char *one;
+
+	/* Where the rest begins: past the '}' that closes this '{'. */
+	while ((end = glob_alt_next(end)) != NULL && *end == ',')
+		end++;
+	if (end == NULL)
+		return false;
+	do {
+		e = glob_alt_next(a);
+		one = xasprintf("%.*s%s", (int)(e - a), a, end + 1);
+		hit = *s == '\0' ? glob_empty(one, seg) : glob_at(one, s, seg);
+		free(one);
+		a = e + 1;
+	} while (!hit && e != end);
+	return hit;
+}
+
+/* Whether what is left of the pattern matches once the name is used up. */
+static bool
+glob_empty(const char *p, bool seg)
+{
+	static const char *const empty[] = { "", "*", "**", "/**", "**/", "/**/" };
+	size_t i;
+
+	if (*p == '{')
+		return glob_alts(p, "", seg);
+	for (i = 0; i < sizeof(empty) / sizeof(empty[0]); i++)
+		if (strcmp(p, empty[i]) == 0)
+			return true;
+	return false;
+}
+
+static bool
+glob_at(const char *p, const char *s, bool seg)
+{
 	int m;
 
-	for (; *p; p++, s++) {
+	for (;;) {
+		if (*s == '\0')
+			return glob_empty(p, seg);
 		switch (*p) {
+		case '\0':
+			return false;
 		case '*':
-			if (p[1] == '*') {
-				/* "**" crosses '/'; "**" + "/" also matches nothing. */
-				p += 2;
-				if (*p == '/' && docker_glob_match(p + 1, s))
+			if (p[1] == '*' && seg && (p[2] == '\0' || p[2] == '/')) {
+				if (p[2] == '\0')
 					return true;
-				for (;; s++) {
-					if (docker_glob_match(p, s))
+				/* "**" + "/": no segment, or some whole ones. */
+				for (;;) {
+					if (glob_at(p + 3, s, true))
 						return true;
-					if (*s == '\0')
+					if ((s = strchr(s, '/')) == NULL)
 						return false;
+					s++;
 				}
 			}
-			for (p++;; s++) {
-				if (docker_glob_match(p, s))
+			while (*p == '*')
+				p++;
+			for (;; s++) {
+				if (glob_at(p, s, false))
 					return true;
 				if (*s == '\0' || *s == '/')
 					return false;
 			}
 		case '?':
-			if (*s == '\0' || *s == '/')
+			if (*s == '/')
 				return false;
+			p++;
+			seg = false;
 			break;
 		case '[':
-			if (*s == '\0')
+			if ((m = glob_class(&p, *s)) <= 0)
 				return false;
-			if ((m = class_match(p, *s, &end)) < 0) {
-				if (*s != '[')
-					return false;
-				break;
-			}
-			if (!m)
-				return false;
-			p = end - 1;
+			seg = false;
 			break;
+		case '{':
+			return glob_alts(p, s, seg);
 		case '\\':
-			if (p[1])
-				p++;
+			p++;
 			/* FALLTHROUGH */
 		default:
 			if (*p != *s)
 				return false;
+			seg = *p++ == '/';
 		}
+		s++;
 	}
-	return *s == '\0';
+}
+
+bool
+docker_glob_match(const char *pattern, const char *name)
+{
+	return glob_valid(pattern) && glob_at(pattern, name, true);
 }
 
 bool
@@ -443,75 +573,170 @@ docker_allowed(const struct strv *list, const char *name)
 	return false;
 }
 
+/*
+ * As the Docker client's ImagePull sends it: fromImage the name alone
+ * (reference.Name(): no tag, no digest), tag the digest if there is one,
+ * else the tag, else "latest".
+ */
 void
 docker_image_split(const char *name, char **repo, char **tag)
 {
-	const char *at = strchr(name, '@'), *slash, *colon;
+	const char *at = strchr(name, '@'), *end, *slash, *colon;
 
-	if (at != NULL) {
-		*repo = xmalloc((size_t)(at - name) + 1);
-		memcpy(*repo, name, (size_t)(at - name));
-		(*repo)[at - name] = '\0';
+	end = at != NULL ? at : name + strlen(name);
+	slash = memrchr(name, '/', (size_t)(end - name));
+	colon = memrchr(slash != NULL ? slash : name, ':',
+	    (size_t)(end - (slash != NULL ? slash : name)));
+	*repo = xmemdup(name, (size_t)((colon != NULL ? colon : end) - name));
+	if (at != NULL)
 		*tag = xstrdup(at + 1);
-		return;
-	}
-	slash = strrchr(name, '/');
-	colon = strrchr(slash != NULL ? slash : name, ':');
-	if (colon == NULL) {
-		*repo = xstrdup(name);
+	else if (colon != NULL)
+		*tag = xstrdup(colon + 1);
+	else
 		*tag = xstrdup("latest");
-		return;
-	}
-	*repo = xmalloc((size_t)(colon - name) + 1);
-	memcpy(*repo, name, (size_t)(colon - name));
-	(*repo)[colon - name] = '\0';
-	*tag = xstrdup(colon + 1);
 }
 
 /* ---- sizes ---- */
 
+/* Whether s is a decimal number as Go's strconv.ParseFloat reads one. */
+static bool
+go_decimal(const char *s)
+{
+	bool digits = false;
+
+	if (*s == '+' || *s == '-')
+		s++;
+	for (; isdigit((unsigned char)*s); s++)
+		digits = true;
+	if (*s == '.')
+		for (s++; isdigit((unsigned char)*s); s++)
+			digits = true;
+	if (!digits)
+		return false;
+	if (*s == 'e' || *s == 'E') {
+		if (*++s == '+' || *s == '-')
+			s++;
+		if (!isdigit((unsigned char)*s))
+			return false;
+		while (isdigit((unsigned char)*s))
+			s++;
+	}
+	return *s == '\0';
+}
+
+/*
+ * go-units' RAMInBytes (v0.5.0, gitlab-runner's): the number up to the last
+ * digit, '.' or space (a space there is dropped), then nothing, "b", or one
+ * of kmgtp (powers of 1024) with an optional "b" or "ib", in any case.
+ */
 int64_t
 docker_ram_bytes(const char *s)
 {
-	const char *p = s;
+	static const char units[] = "kmgtp";
+	const char *sep = NULL, *p, *u;
 	double v, mult = 1;
-	char *end;
+	size_t n;
+	char *num;
+	bool ok;
 
-	if (s == NULL || !isdigit((unsigned char)*s))
+	if (s == NULL)
 		return -1;
-	v = strtod(p, &end);
-	p = end;
-	if (*p == ' ')
-		p++;
-	switch (tolower((unsigned char)*p)) {
-	case 'k': mult = 1024.0; p++; break;
-	case 'm': mult = 1024.0 * 1024; p++; break;
-	case 'g': mult = 1024.0 * 1024 * 1024; p++; break;
-	case 't': mult = 1024.0 * 1024 * 1024 * 1024; p++; break;
-	case 'p': mult = 1024.0 * 1024 * 1024 * 1024 * 1024; p++; break;
-	default: break;
+	for (p = s; *p; p++)
+		if (strchr("0123456789. ", *p) != NULL)
+			sep = p;
+	if (sep == NULL)
+		return -1;
+	num = xmemdup(s, (size_t)(sep - s) + (*sep != ' '));
+	ok = go_decimal(num);
+	v = ok ? strtod(num, NULL) : -1;
+	free(num);
+	if (!ok || v < 0)
+		return -1;
+	p = sep + 1;
+	if ((n = strlen(p)) > 3)
+		return -1;
+	if (n > 0 && tolower((unsigned char)*p) == 'b') {
+		if (n > 1)
+			return -1;
+	} else if (n > 0) {
+		if ((u = strchr(units, tolower((unsigned char)*p))) == NULL)
+			return -1;
+		for (; u >= units; u--)
+			mult *= 1024;
+		if ((n == 2 && tolower((unsigned char)p[1]) != 'b') ||
+		    (n == 3 && (tolower((unsigned char)p[1]) != 'i' ||
+		    tolower((unsigned char)p[2]) != 'b')))
+			return -1;
 	}
-	if (mult > 1 && tolower((unsigned char)*p) == 'i')
-		p++;
-	if (tolower((unsigned char)*p) == 'b')
-		p++;
-	if (*p != '\0' || v * mult > 9.2e18)
+	if (v * mult >= 9.2e18)
 		return -1;
-	return (int64_t)(v * mult);
+	return (int64_t)(v * mult);	/* int64(size): truncated */
 }
 
+/*
+ * A decimal ("1.5", ".5", "2e-1") or a fraction of integers ("1/3") as
+ * big.Rat reads it, times 1e9, truncated (GetNanoCPUs); -1 if it is not
+ * one, is negative or does not fit.
+ */
 int64_t
 docker_nano_cpus(const char *s)
 {
+	const char *p, *slash;
+	uint64_t v = 0, a, b;
+	size_t nd = 0, keep;
+	long frac = 0, e = 0, k;
+	bool point = false;
 	char *end;
-	double v;
 
-	if (s == NULL || *s == '\0')
+	if (s != NULL && *s == '+')
+		s++;
+	if (s == NULL || !(isdigit((unsigned char)*s) || *s == '.'))
 		return -1;
-	v = strtod(s, &end);
-	if (*end != '\0' || !(v > 0) || v > 1e9)
+	if ((slash = strchr(s, '/')) != NULL) {
+		if (!isdigit((unsigned char)slash[1]))
+			return -1;
+		errno = 0;
+		a = strtoull(s, &end, 10);
+		if (end != slash || errno != 0 || a > (uint64_t)INT64_MAX / 1000000000)
+			return -1;
+		b = strtoull(slash + 1, &end, 10);
+		if (*end != '\0' || errno != 0 || b == 0)
+			return -1;
+		return (int64_t)(a * 1000000000 / b);
+	}
+	if (!go_decimal(s))
 		return -1;
-	return (int64_t)llround(v * 1e9);
+	/* value = digits * 10^(e - frac); in nanos, * 10^(e - frac + 9). */
+	for (p = s; isdigit((unsigned char)*p) || *p == '.'; p++)
+		if (*p == '.')
+			point = true;
+		else {
+			nd++;
+			frac += point;
+		}
+	if (*p == 'e' || *p == 'E') {
+		e = strtol(p + 1, NULL, 10);
+		if (e > 10000)
+			e = 10000;
+		else if (e < -10000)
+			e = -10000;
+	}
+	k = e - frac + 9;
+	keep = k >= 0 ? nd : (size_t)-k >= nd ? 0 : nd - (size_t)-k;	/* truncated */
+	for (p = s; keep > 0; p++) {
+		if (*p == '.')
+			continue;
+		if (v > ((uint64_t)INT64_MAX - 9) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*p - '0');
+		keep--;
+	}
+	for (; k > 0 && v > 0; k--) {
+		if (v > (uint64_t)INT64_MAX / 10)
+			return -1;
+		v *= 10;
+	}
+	return (int64_t)v;
 }
 
 /* ---- container create bodies ---- */
@@ -567,7 +792,7 @@ add_map(cJSON *o, const char *key, const struct strv *sv, const char *config_key
 			return -1;
 		}
 		*eq = '\0';
-		cJSON_DeleteItemFromObject(m, kv);
+		cJSON_DeleteItemFromObjectCaseSensitive(m, kv);
 		cJSON_AddStringToObject(m, kv, eq + 1);
 		free(kv);
 	}
@@ -687,6 +912,25 @@ bad:
 	return 0;
 }
 
+/* netip.ParseAddr: IPv4, or IPv6 with an optional %zone. */
+static bool
+ip_address(const char *a)
+{
+	unsigned char bin[16];
+	const char *pct = strchr(a, '%');
+	char *v6;
+	bool ok;
+
+	if (inet_pton(AF_INET, a, bin) == 1)
+		return true;
+	if (pct != NULL && pct[1] == '\0')
+		return false;
+	v6 = pct != NULL ? xmemdup(a, (size_t)(pct - a)) : xstrdup(a);
+	ok = inet_pton(AF_INET6, v6, bin) == 1;
+	free(v6);
+	return ok;
+}
+
 static bool
 user_defined_network(const char *mode)
 {
@@ -721,22 +965,28 @@ host_config(cJSON *hc, const struct ctr_spec *spec, const struct docker_settings
 		cJSON_AddBoolToObject(hc, "ReadonlyRootfs", true);
 	o = cJSON_AddObjectToObject(hc, "RestartPolicy");
 	cJSON_AddStringToObject(o, "Name", "no");
-	if (s->log_options.n > 0) {
-		for (i = 0; i < s->log_options.n; i++)
-			if (strncmp(s->log_options.v[i], "env=", 4) != 0 &&
-			    strncmp(s->log_options.v[i], "labels=", 7) != 0) {
-				*error = xasprintf("runners.docker.log_options: \"%s\": only env and "
-				    "labels may be set", s->log_options.v[i]);
-				return -1;
-			}
-		o = cJSON_AddObjectToObject(hc, "LogConfig");
-		cJSON_AddStringToObject(o, "Type", "json-file");
-		if (add_map(o, "Config", &s->log_options, "runners.docker.log_options", error) != 0)
+	/* GetLogConfig: json-file always, whatever the daemon's default driver. */
+	for (i = 0; i < s->log_options.n; i++)
+		if (strncmp(s->log_options.v[i], "env=", 4) != 0 &&
+		    strncmp(s->log_options.v[i], "labels=", 7) != 0) {
+			*error = xasprintf("runners.docker.log_options: \"%s\": only env and "
+			    "labels may be set", s->log_options.v[i]);
 			return -1;
-	}
+		}
+	o = cJSON_AddObjectToObject(hc, "LogConfig");
+	cJSON_AddStringToObject(o, "Type", "json-file");
+	if (add_map(o, "Config", &s->log_options, "runners.docker.log_options", error) != 0)
+		return -1;
 	if (spec->type == CTR_WAIT || spec->type == CTR_CACHE_INIT)
 		return 0;	/* a check or a copy: no limits, no devices */
 
+	/* dnsServerAddrs: IP addresses only. */
+	for (i = 0; i < s->dns.n; i++)
+		if (!ip_address(s->dns.v[i])) {
+			*error = xasprintf("runners.docker.dns: invalid DNS server address \"%s\"",
+			    s->dns.v[i]);
+			return -1;
+		}
 	add_strv(hc, "Dns", &s->dns);
 	add_strv(hc, "DnsSearch", &s->dns_search);
 	add_str(hc, "Runtime", s->runtime);
@@ -831,6 +1081,13 @@ docker_create_body(const struct ctr_spec *spec, const struct docker_settings *s,
 {
 	const char *mode = spec->network_mode != NULL ? spec->network_mode : s->network_mode;
 	bool new_api = api_at_least(api, 1, 44);
+	/*
+	 * mac_address on the build container only: gitlab-runner also gives it
+	 * to the helper (and, from API 1.44, to every service, which runs beside
+	 * the build on the same network); the bundle container, a helper on
+	 * network "none", could not be created with one.  Below 1.44 it is the
+	 * top-level MacAddress, as gitlab-runner before its moby API types did.
+	 */
 	bool mac = s->mac_address != NULL && *s->mac_address && spec->type == CTR_BUILD;
 	cJSON *o, *labels, *hc, *ports;
 	char *body;
@@ -860,13 +1117,18 @@ docker_create_body(const struct ctr_spec *spec, const struct docker_settings *s,
 
 		if (eq != NULL) {
 			*eq = '\0';
-			cJSON_DeleteItemFromObject(labels, kv);
+			cJSON_DeleteItemFromObjectCaseSensitive(labels, kv);
 			cJSON_AddStringToObject(labels, kv, eq + 1);
 		}
 		free(kv);
 	}
-	/* container_labels: raw and with gitlab-runner's prefix, as it adds them. */
-	if (spec->type != CTR_WAIT)
+	/*
+	 * container_labels as prepareContainerLabels adds them: over the others
+	 * (never over this runner's own, which the sweep trusts), and on a
+	 * service also with gitlab-runner's prefix (createServiceContainerConfig's
+	 * backwards-compatible copy).  Not on a health check or a cache-init.
+	 */
+	if (spec->type != CTR_WAIT && spec->type != CTR_CACHE_INIT)
 		for (i = 0; i < s->container_labels.n; i++) {
 			char *kv = xstrdup(s->container_labels.v[i]), *eq = strchr(kv, '=');
 			char *prefixed;
@@ -879,12 +1141,17 @@ docker_create_body(const struct ctr_spec *spec, const struct docker_settings *s,
 				return NULL;
 			}
 			*eq = '\0';
-			prefixed = xasprintf(DOCKER_LABEL_PREFIX "%s", kv);
-			if (cJSON_GetObjectItem(labels, prefixed) == NULL)
-				cJSON_AddStringToObject(labels, prefixed, eq + 1);
-			if (cJSON_GetObjectItem(labels, kv) == NULL)
+			if (strcmp(kv, RUNNER_LABEL_SYSTEM_ID) != 0 &&
+			    strcmp(kv, RUNNER_LABEL_JOB_ID) != 0) {
+				cJSON_DeleteItemFromObjectCaseSensitive(labels, kv);
 				cJSON_AddStringToObject(labels, kv, eq + 1);
-			free(prefixed);
+			}
+			if (spec->type == CTR_SERVICE) {
+				prefixed = xasprintf(DOCKER_LABEL_PREFIX "%s", kv);
+				cJSON_DeleteItemFromObjectCaseSensitive(labels, prefixed);
+				cJSON_AddStringToObject(labels, prefixed, eq + 1);
+				free(prefixed);
+			}
 			free(kv);
 		}
 	cJSON_AddBoolToObject(o, "Tty", false);
@@ -923,6 +1190,41 @@ docker_create_body(const struct ctr_spec *spec, const struct docker_settings *s,
 	return body;
 }
 
+/* ---- networks ---- */
+
+char *
+docker_network_body(const char *name, const struct strv *labels, bool enable_ipv6,
+    int64_t mtu)
+{
+	cJSON *o, *l;
+	char *body, *kv, *eq;
+	size_t i;
+
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "Name", name);
+	cJSON_AddBoolToObject(o, "CheckDuplicate", true);
+	cJSON_AddBoolToObject(o, "EnableIPv6", enable_ipv6);
+	l = cJSON_AddObjectToObject(o, "Labels");
+	for (i = 0; labels != NULL && i < labels->n; i++) {
+		kv = xstrdup(labels->v[i]);
+		if ((eq = strchr(kv, '=')) != NULL) {
+			*eq = '\0';
+			cJSON_AddStringToObject(l, kv, eq + 1);
+		}
+		free(kv);
+	}
+	if (mtu > 0) {
+		char v[32];
+
+		snprintf(v, sizeof(v), "%lld", (long long)mtu);
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "Options"),
+		    "com.docker.network.driver.mtu", v);
+	}
+	body = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return body;
+}
+
 /* ---- the build container's shell ---- */
 
 void
@@ -932,13 +1234,13 @@ docker_detect_shell_cmd(struct strv *out, bool login)
 		"/usr/local/bin/bash", "/usr/bin/bash", "/bin/bash",
 		"/usr/local/bin/sh", "/usr/bin/sh", "/bin/sh", "/busybox/sh",
 	};
-	const char *args = login ? " -l" : "";
+	const char *args = login ? "-l" : "";	/* in place of "$@": "exec /bin/sh \n" */
 	struct buf b;
 	size_t i;
 
 	buf_init(&b, BUF_UNLIMITED);
 	for (i = 0; i < sizeof(shells) / sizeof(shells[0]); i++)
-		buf_printf(&b, "%s [ -x %s ]; then\n\texec %s%s\n", i ? "elif" : "if", shells[i],
+		buf_printf(&b, "%s [ -x %s ]; then\n\texec %s %s\n", i ? "elif" : "if", shells[i],
 		    shells[i], args);
 	buf_puts(&b, "else\n\techo shell not found\n\texit 1\nfi\n\n");
 	strv_push(out, "sh");

@@ -92,21 +92,26 @@ enum pull_policy {
 /*
  * The policies to try, in order (pull_policies.go): the job's if it gave
  * any, else the runner's, else always; they must be allowed
- * (allowed_pull_policies, default the runner's).  -1 with *error
- * (upstream's message, naming both lists) otherwise.
+ * (allowed_pull_policies, default the runner's); out holds 16.  -1 with
+ * *error (upstream's message: a config entry that is not a policy, or
+ * both lists when none is allowed) otherwise.
  */
 int	docker_pull_policies(const struct strv *job, const struct docker_settings *s,
 	    enum pull_policy *out, size_t *n_out, char **error);
 const char	*pull_policy_name(enum pull_policy p);
 
-/* A doublestar glob as gitlab-runner's allowed_images: ** crosses '/', * does not. */
+/*
+ * doublestar v4's Match, as gitlab-runner's allowed_*: "**" as a whole path
+ * segment crosses '/', '*' does not; [class], {a,b}; malformed: no match.
+ */
 bool	docker_glob_match(const char *pattern, const char *name);
 /* Whether name is allowed by list (empty list: everything). */
 bool	docker_allowed(const struct strv *list, const char *name);
 
 /*
- * repo and tag for POST /images/create?fromImage=&tag=: "latest" when the
- * name has neither tag nor digest.  Both freed by the caller.
+ * repo and tag for POST /images/create?fromImage=&tag=: the name without
+ * tag or digest, and the digest, else the tag, else "latest".  Both freed
+ * by the caller.
  */
 void	docker_image_split(const char *name, char **repo, char **tag);
 
@@ -114,7 +119,7 @@ void	docker_image_split(const char *name, char **repo, char **tag);
 
 /* docker's RAMInBytes ("128m", "1g", "512k", plain bytes); -1 if not one. */
 int64_t	docker_ram_bytes(const char *s);
-/* "1.5" CPUs as NanoCpus; -1 if not a number > 0. */
+/* "1.5" or "1/3" CPUs as NanoCpus (truncated; "0": 0); -1 if not a number >= 0. */
 int64_t	docker_nano_cpus(const char *s);
 
 /* ---- container create bodies ---- */
@@ -148,6 +153,15 @@ struct ctr_spec {
  */
 char	*docker_create_body(const struct ctr_spec *spec, const struct docker_settings *s,
 	    const char *api, char **error);
+
+/*
+ * The JSON body of POST /networks/create for the per-build network
+ * (networks manager's Create): Name, CheckDuplicate, EnableIPv6, Labels
+ * from "key=value" strings, and Options com.docker.network.driver.mtu when
+ * mtu > 0.  No Driver: the daemon's default (bridge), as gitlab-runner.
+ */
+char	*docker_network_body(const char *name, const struct strv *labels, bool enable_ipv6,
+	    int64_t mtu);
 
 /*
  * The shell detect command of the build container (bash.go's

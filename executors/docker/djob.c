@@ -102,7 +102,8 @@ djob_ctr_body(struct exec_job *j, enum ctr_type t, char **error)
 		.extra_hosts = &j->extra_hosts,
 		.network_mode = j->network_mode,
 		.stdin_stage = true,
-		.init = j->use_init,
+		/* FF_USE_INIT_WITH_DOCKER_EXECUTOR: the build container's (createHostConfig). */
+		.init = t == CTR_BUILD && j->use_init,
 		.privileged = privileged,
 	}, &j->s, engine_api_version(j->engine), error);
 	strv_release(&cmd);

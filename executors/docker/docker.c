@@ -503,9 +503,7 @@ static void
 prepare_network(struct exec_job *j)
 {
 	struct strv labels = { 0 };
-	cJSON *o, *l;
-	char *body, mtu[32];
-	size_t i;
+	char *body;
 
 	if (j->s.network_mode != NULL && *j->s.network_mode) {
 		j->network_mode = xstrdup(j->s.network_mode);
@@ -516,35 +514,15 @@ prepare_network(struct exec_job *j)
 		prepare_step(j, 0, NULL, NULL);
 		return;
 	}
-	/* ProjectUniqueShortName: runner-<short>-<project>-<concurrent>-<job>. */
-	j->network = xasprintf("runner-%s-%" PRId64 "-%d-%" PRId64, j->label_in.runner_short,
-	    j->label_in.project_id, j->label_in.concurrent_project_id, j->job_id);
+	j->network = docker_network_name(j->label_in.runner_short, j->label_in.project_id,
+	    j->label_in.concurrent_project_id, j->job_id);
 	if (djob_record(j, "network", j->network) != 0) {
 		prepare_step(j, -EIO, "runner_system_failure",
 		    "cannot record the network in the journal");
 		return;
 	}
 	docker_labels(&labels, &j->label_in, -1, NULL);
-	o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "Name", j->network);
-	cJSON_AddBoolToObject(o, "CheckDuplicate", true);
-	cJSON_AddBoolToObject(o, "EnableIPv6", j->s.enable_ipv6);
-	l = cJSON_AddObjectToObject(o, "Labels");
-	for (i = 0; i < labels.n; i++) {
-		char *eq = strchr(labels.v[i], '=');
-
-		if (eq != NULL) {
-			*eq = '\0';
-			cJSON_AddStringToObject(l, labels.v[i], eq + 1);
-		}
-	}
-	if (j->s.network_mtu > 0) {
-		snprintf(mtu, sizeof(mtu), "%" PRId64, j->s.network_mtu);
-		cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "Options"),
-		    "com.docker.network.driver.mtu", mtu);
-	}
-	body = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
+	body = docker_network_body(j->network, &labels, j->s.enable_ipv6, j->s.network_mtu);
 	strv_release(&labels);
 	j->call = engine_call(j->engine, "POST", "/networks/create",
 	    &(struct engine_call_opts){ .json = body }, on_network, j);
@@ -643,11 +621,9 @@ create_volume(struct exec_job *j, const char *name, const char *dest, bool tempo
 	}
 	cJSON_AddStringToObject(l, DOCKER_LABEL_PREFIX "destination", dest);
 	cJSON_AddStringToObject(l, DOCKER_LABEL_PREFIX "protected", j->protected_ref ? "true" : "false");
-	if (!temporary) {
-		cJSON_AddStringToObject(l, DOCKER_LABEL_PREFIX "reusable", "true");
-		cJSON_AddStringToObject(l, DOCKER_LABEL_PREFIX "type", "cache");
-	} else
-		cJSON_AddStringToObject(l, DOCKER_LABEL_PREFIX "type", "temporary");
+	/* As volumes/manager.go: both kinds are type=cache; reusable tells them apart. */
+	cJSON_AddStringToObject(l, DOCKER_LABEL_PREFIX "reusable", temporary ? "false" : "true");
+	cJSON_AddStringToObject(l, DOCKER_LABEL_PREFIX "type", "cache");
 	body = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	strv_release(&labels);

@@ -64,15 +64,6 @@ host_network(const struct exec_job *j)
 	return j->network_mode != NULL && strcmp(j->network_mode, "host") == 0;
 }
 
-static const char *
-service_tag(const char *name)
-{
-	const char *slash = strrchr(name, '/'), *colon;
-
-	colon = strrchr(slash != NULL ? slash : name, ':');
-	return colon != NULL ? colon + 1 : "latest";
-}
-
 static void
 on_pulled(struct exec_job *j, int status, const char *reason, const char *cause)
 {
@@ -109,16 +100,18 @@ service_body(struct svc_run *r, char **error)
 	struct strv env = { 0 }, labels = { 0 }, extra = { 0 };
 	bool privileged;
 	size_t k;
-	char *body;
+	char *body, *service, *version;
 	int sp = j->s.services_privileged;
 
 	for (k = 0; k < j->service_env.n; k++)
 		strv_push(&env, j->service_env.v[k]);
 	for (k = 0; k < sv->image.variables.n; k++)
 		strv_push(&env, sv->image.variables.v[k]);
-	strv_push_owned(&extra, xasprintf(DOCKER_LABEL_PREFIX "service=%s", sv->image.name));
-	strv_push_owned(&extra, xasprintf(DOCKER_LABEL_PREFIX "service.version=%s",
-	    service_tag(sv->image.name)));
+	docker_service_split(sv->image.name, &service, &version);
+	strv_push_owned(&extra, xasprintf(DOCKER_LABEL_PREFIX "service=%s", service));
+	strv_push_owned(&extra, xasprintf(DOCKER_LABEL_PREFIX "service.version=%s", version));
+	free(service);
+	free(version);
 	djob_labels(j, &labels, CTR_SERVICE, &extra);
 	privileged = (sp < 0 ? j->s.privileged : sp == 1) &&
 	    docker_allowed(&j->s.allowed_privileged_services, sv->image.name);

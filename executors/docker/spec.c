@@ -126,6 +126,18 @@ docker_project_name(const char *runner_short, int64_t project_id, int concurrent
 }
 
 char *
+docker_network_name(const char *runner_short, int64_t project_id, int concurrent,
+    int64_t job_id)
+{
+	char *raw = xasprintf("runner-%s-%lld-%d-%lld", runner_short != NULL ? runner_short : "",
+	    (long long)project_id, concurrent, (long long)job_id);
+	char *out = rfc1123(raw);
+
+	free(raw);
+	return out;
+}
+
+char *
 docker_job_prefix(const char *project_name)
 {
 	char hex[17];
@@ -180,6 +192,24 @@ service_path(const char *image)
 			memmove(port, slash, strlen(slash) + 1);
 	}
 	return name;
+}
+
+void
+docker_service_split(const char *image, char **service, char **version)
+{
+	const char *at = strchr(image, '@'), *end, *slash, *colon;
+
+	end = at != NULL ? at : image + strlen(image);
+	slash = memrchr(image, '/', (size_t)(end - image));
+	colon = memrchr(slash != NULL ? slash : image, ':',
+	    (size_t)(end - (slash != NULL ? slash : image)));
+	*service = service_path(image);
+	if (colon != NULL)
+		*version = xmemdup(colon + 1, (size_t)(end - colon - 1));
+	else if (at != NULL && strncmp(at, "@sha256:", 8) == 0 && strlen(at + 8) == 64)
+		*version = xstrdup(at);
+	else
+		*version = xstrdup("latest");
 }
 
 static char *

@@ -62,6 +62,12 @@ void	docker_labels(struct strv *out, const struct label_input *in, int type,
  */
 char	*docker_project_name(const char *runner_short, int64_t project_id, int concurrent);
 /*
+ * The FF_NETWORK_PER_BUILD network: runner-<short>-<project>-<concurrent>-<job>
+ * (ProjectUniqueShortName), RFC 1123 safe likewise.
+ */
+char	*docker_network_name(const char *runner_short, int64_t project_id, int concurrent,
+	    int64_t job_id);
+/*
  * A job's container name prefix: the project name plus "-" and 16 random
  * hex digits, unique per job (the fixed names of old gitlab-runners
  * collided).  Containers are <prefix>-build, -predefined, -<service>-<i>.
@@ -72,6 +78,12 @@ char	*docker_job_prefix(const char *project_name);
  * path>[-protected] (volume.go), unique_name being ProjectRealUniqueName.
  */
 char	*docker_cache_volume_name(const char *unique_name, const char *path, bool protected_ref);
+/*
+ * A service container's "service" and "service.version" labels
+ * (SplitNameAndVersion): the image path as above, and its tag, or its
+ * "@sha256:..." digest, or "latest".  Both freed by the caller.
+ */
+void	docker_service_split(const char *image, char **service, char **version);
 /* A service's container name part: the image path with '/' as "__", no tag. */
 char	*docker_service_container_part(const char *image);
 /*

@@ -230,6 +230,38 @@ test_service_names(void **state)
 	}
 }
 
+/* The same table's Service and Version: the labels of a service container. */
+static void
+test_service_split(void **state)
+{
+	static const struct {
+		const char	*description, *service, *version;
+	} t[] = {
+		{ "service", "service", "latest" },
+		{ "service:version", "service", "version" },
+		{ "namespace/service", "namespace/service", "latest" },
+		{ "domain.tld/namespace/service:version", "domain.tld/namespace/service", "version" },
+		{ "domain.tld:8080/service", "domain.tld/service", "latest" },
+		{ "subdomain.domain.tld:8080/namespace/service:version",
+		    "subdomain.domain.tld/namespace/service", "version" },
+		{ "service" DIGEST, "service", DIGEST },
+		{ "domain.tld:8080/namespace/service" DIGEST, "domain.tld/namespace/service", DIGEST },
+		/* A tag and a digest: the tag (reference.ReferenceRegexp's second group). */
+		{ "domain.tld:8080/service:version" DIGEST, "domain.tld/service", "version" },
+	};
+	char *service, *version;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < NITEMS(t); i++) {
+		docker_service_split(t[i].description, &service, &version);
+		assert_string_equal(service, t[i].service);
+		assert_string_equal(version, t[i].version);
+		free(service);
+		free(version);
+	}
+}
+
 /* TestSplitNameAndVersionEmpty: no service, so no alias. */
 static void
 test_service_empty(void **state)
@@ -422,6 +454,33 @@ test_project_name(void **state)
 
 		assert_string_equal(got, t[i].want);
 		assert_true(strlen(got) <= 63);
+		free(got);
+	}
+}
+
+/* ProjectUniqueShortName, the FF_NETWORK_PER_BUILD network (GetNetworkName). */
+static void
+test_network_name(void **state)
+{
+	static const struct {
+		const char	*shortened;
+		int64_t		 project, job;
+		int		 concurrent;
+		const char	*want;
+	} t[] = {
+		{ "Ze_n8E6en", 1234, 987654321, 0, "runner-zen8e6en-1234-0-987654321" },
+		{ "xYzWabc-I", 1, 2, 3, "runner-xyzwabc-i-1-3-2" },
+		{ "abcdefghi", 1234567890123456789, 1234567890123456789, 2147483647,
+		    "runner-abcdefghi-1234567890123456789-2147483647-123456789012345" },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < NITEMS(t); i++) {
+		char *got = docker_network_name(t[i].shortened, t[i].project, t[i].concurrent,
+		    t[i].job);
+
+		assert_string_equal(got, t[i].want);
 		free(got);
 	}
 }
@@ -1740,12 +1799,14 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_service_names),
+		cmocka_unit_test(test_service_split),
 		cmocka_unit_test(test_service_empty),
 		cmocka_unit_test(test_service_user_aliases),
 		cmocka_unit_test(test_labels),
 		cmocka_unit_test(test_labels_pipeline_and_type),
 		cmocka_unit_test(test_labels_timeout),
 		cmocka_unit_test(test_project_name),
+		cmocka_unit_test(test_network_name),
 		cmocka_unit_test(test_job_prefix),
 		cmocka_unit_test(test_cache_volume_name),
 		cmocka_unit_test(test_pull_policies),

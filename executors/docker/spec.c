@@ -163,6 +163,21 @@ docker_cache_volume_name(const char *unique_name, const char *path, bool protect
 }
 
 /*
+ * A reference's tag: its ':' (after the last '/'), or NULL; *end is where
+ * the name and tag end (the digest's '@', or the end of the string).
+ */
+static const char *
+ref_tag(const char *name, const char **end)
+{
+	const char *at = strchr(name, '@'), *slash;
+
+	*end = at != NULL ? at : name + strlen(name);
+	slash = memrchr(name, '/', (size_t)(*end - name));
+	return memrchr(slash != NULL ? slash : name, ':',
+	    (size_t)(*end - (slash != NULL ? slash : name)));
+}
+
+/*
  * SplitNameAndVersion's Service: the image without tag or digest and
  * without the registry's port ("domain.tld:8080/ns/svc:1" ->
  * "domain.tld/ns/svc").
@@ -170,13 +185,9 @@ docker_cache_volume_name(const char *unique_name, const char *path, bool protect
 static char *
 service_path(const char *image)
 {
-	const char *at = strchr(image, '@'), *slash, *colon, *end;
+	const char *slash, *end, *colon = ref_tag(image, &end);
 	char *name, *port, *after;
 
-	end = at != NULL ? at : image + strlen(image);
-	slash = memrchr(image, '/', (size_t)(end - image));
-	colon = memrchr(slash != NULL ? slash : image, ':',
-	    (size_t)(end - (slash != NULL ? slash : image)));
 	if (colon != NULL)
 		end = colon;
 	name = xmalloc((size_t)(end - image) + 1);
@@ -197,17 +208,13 @@ service_path(const char *image)
 void
 docker_service_split(const char *image, char **service, char **version)
 {
-	const char *at = strchr(image, '@'), *end, *slash, *colon;
+	const char *end, *colon = ref_tag(image, &end);
 
-	end = at != NULL ? at : image + strlen(image);
-	slash = memrchr(image, '/', (size_t)(end - image));
-	colon = memrchr(slash != NULL ? slash : image, ':',
-	    (size_t)(end - (slash != NULL ? slash : image)));
 	*service = service_path(image);
 	if (colon != NULL)
 		*version = xmemdup(colon + 1, (size_t)(end - colon - 1));
-	else if (at != NULL && strncmp(at, "@sha256:", 8) == 0 && strlen(at + 8) == 64)
-		*version = xstrdup(at);
+	else if (strncmp(end, "@sha256:", 8) == 0 && strlen(end + 8) == 64)
+		*version = xstrdup(end);
 	else
 		*version = xstrdup("latest");
 }
@@ -611,15 +618,11 @@ docker_allowed(const struct strv *list, const char *name)
 void
 docker_image_split(const char *name, char **repo, char **tag)
 {
-	const char *at = strchr(name, '@'), *end, *slash, *colon;
+	const char *end, *colon = ref_tag(name, &end);
 
-	end = at != NULL ? at : name + strlen(name);
-	slash = memrchr(name, '/', (size_t)(end - name));
-	colon = memrchr(slash != NULL ? slash : name, ':',
-	    (size_t)(end - (slash != NULL ? slash : name)));
 	*repo = xmemdup(name, (size_t)((colon != NULL ? colon : end) - name));
-	if (at != NULL)
-		*tag = xstrdup(at + 1);
+	if (*end == '@')
+		*tag = xstrdup(end + 1);
 	else if (colon != NULL)
 		*tag = xstrdup(colon + 1);
 	else

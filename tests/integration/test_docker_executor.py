@@ -364,3 +364,34 @@ def test_image_entrypoint_and_user_from_the_job(gitlab, daemons, engine):
     log = job.log_text
     assert job.status == "success", log
     assert "UID=65534" in log
+
+
+def test_a_leftover_the_sweep_cannot_remove_is_said_and_tried_again(gitlab, daemons, engine):
+    r = gitlab.add_runner()
+    d = daemons(gitlab, [docker_entry(gitlab, r, "dock", engine.env["DOCKER_HOST"])],
+               concurrent=1, check_interval=1)
+    d.start()
+    id_file = os.path.join(d.dir, ".runner_system_id")
+    wait_until(lambda: os.path.exists(id_file), 30, "the daemon's system ID")
+    d.stop(signal.SIGQUIT)
+    with open(id_file) as f:
+        system_id = f.read().split()[0]
+    # A leftover of this runner that a container of somebody else's still uses.
+    volume = "runner-test-leftover-in-use"
+    engine("volume", "create", "--label", "com.gitlab.gitlab-runner.managed=true",
+           "--label", f"io.runner.system_id={system_id}", volume)
+    foreign = engine("create", "-v", f"{volume}:/data", BUSYBOX_IMAGE, "true").stdout.strip()
+    time.sleep(1.1)     # the sweep spares what is not older than its start, to the second
+    try:
+        d.start()
+        d.wait_log(r"sweep of .*: cannot remove a leftover: .*; tried again at the next sweep",
+                   60)
+        assert volume in engine("volume", "ls", "-q").stdout.split()
+        d.stop(signal.SIGQUIT)
+    finally:
+        engine("rm", "-f", foreign, check=False)
+    d.start()
+    wait_until(lambda: volume not in engine("volume", "ls", "-q").stdout.split(), 60,
+               "the next start sweeping the leftover once it is free")
+    d.wait_log(r"sweep: removed 1 object that earlier jobs left", 30)
+    d.stop(signal.SIGQUIT)
